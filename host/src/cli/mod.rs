@@ -1,0 +1,51 @@
+//! The `cst-agent` command line: a thin client of the library.
+
+pub mod tools;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::discovery::ToolsProfile;
+
+/// Exit codes shared by every command.
+pub mod exit {
+    pub const OK: i32 = 0;
+    pub const FAILURE: i32 = 1;
+    pub const USAGE: i32 = 2;
+    pub const TIMEOUT: i32 = 124;
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "cst-agent", version, about = "AI coding-agent host and plugin platform")]
+pub struct Cli {
+    /// Workspace root (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Tool profile: `default` loads extensions, `minimal` loads none (E1).
+    #[arg(long, global = true, value_enum, default_value_t = ToolsProfile::Default)]
+    pub tools: ToolsProfile,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List and call tools through the registry.
+    #[command(subcommand)]
+    Tools(tools::ToolsCmd),
+}
+
+impl Cli {
+    pub fn workspace_dir(&self) -> PathBuf {
+        let ws = self.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+        std::fs::canonicalize(&ws).unwrap_or(ws)
+    }
+}
+
+/// Run a parsed command line; returns the process exit code.
+pub async fn run(cli: Cli) -> i32 {
+    match &cli.command {
+        Command::Tools(cmd) => tools::run(&cli, cmd).await,
+    }
+}

@@ -1,0 +1,10 @@
+//! cst-agent: a host for AI coding-agent sessions and a plugin platform.
+//!
+//! The core knows nothing about terminals; the CLI (and later the TUI) are clients of it.
+
+pub mod cli;
+pub mod config_dir;
+pub mod discovery;
+pub mod plugins;
+pub mod tools;
+pub mod wasm;
