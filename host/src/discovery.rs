@@ -20,10 +20,36 @@ pub struct LoadOptions {
     pub profile: ToolsProfile,
 }
 
+/// Which place an extension came from (E7 precedence: workspace > config dir > plugin).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    Workspace,
+    ConfigDir,
+    Plugin(String),
+}
+
+/// One `mcpServers` object to hand to the MCP layer.
+#[derive(Debug, Clone)]
+pub struct McpSource {
+    /// The mcp.json or plugin.json it came from.
+    pub file: PathBuf,
+    /// The `mcpServers` object, unparsed.
+    pub servers: serde_json::Value,
+    /// Relative `cwd` values resolve against this; a plugin's servers default to it (M4).
+    pub cwd_base: PathBuf,
+    /// Whether a server without `cwd` runs in `cwd_base` (plugins) or the workspace.
+    pub default_cwd: PathBuf,
+    pub origin: Origin,
+}
+
 /// What a session loaded.
 pub struct Loaded {
     pub registry: Arc<Registry>,
     pub plugins: Vec<LoadedPlugin>,
+    pub skills: Vec<crate::skills::Skill>,
+    /// mcp.json files and plugins' `mcpServers`, in precedence order (E5, E7); the MCP layer
+    /// parses and starts them.
+    pub mcp_sources: Vec<McpSource>,
     /// Problems that did not stop loading (broken files, clashes), each naming its file.
     pub warnings: Vec<String>,
 }

@@ -6,5 +6,7 @@ pub mod cli;
 pub mod config_dir;
 pub mod discovery;
 pub mod plugins;
+pub mod process;
+pub mod skills;
 pub mod tools;
 pub mod wasm;
