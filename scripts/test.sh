@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/test-deps.sh
+python3 -m unittest discover -s sdk-python-shim/tests
 cargo test --workspace
