@@ -38,7 +38,10 @@ impl Setup {
         std::fs::write(workspace.join("data.csv"), "city,temp,rain\nOslo,3.5,12\nLima,19,\nCairo,28.25,0\n")
             .expect("csv");
         std::fs::write(tmp.path().join("outside.csv"), "secret\n42\n").expect("csv");
-        Self { config: tmp.path().join("config"), cache: tmp.path().join("cache"), workspace, _tmp: tmp }
+        // One cache for these tests: the ~18 MB component is compiled once, then loaded (the cache
+        // is keyed by content, so sharing it is safe).
+        let cache = repo().join("target/test-component-cache");
+        Self { config: tmp.path().join("config"), cache, workspace, _tmp: tmp }
     }
 
     fn cmd(&self) -> Command {
