@@ -79,7 +79,8 @@ pub fn __info<T: Tool>() -> bindings::exports::cst::plugin::tool::ToolInfo {
 
 #[doc(hidden)]
 pub fn __call<T: Tool>(arguments: &str) -> Result<String, String> {
-    let args: T::Args = serde_json::from_str(arguments).map_err(|e| format!("invalid arguments for `{}`: {e}", T::NAME))?;
+    let args: T::Args =
+        serde_json::from_str(arguments).map_err(|e| format!("invalid arguments for `{}`: {e}", T::NAME))?;
     T::call(args)
 }
 

@@ -90,7 +90,10 @@ fn load_cached(engine: &Engine, artifact: &Path) -> Option<Component> {
     match unsafe { Component::deserialize_file(engine, artifact) } {
         Ok(c) => Some(c),
         Err(e) => {
-            tracing::warn!("compile cache entry {} is stale ({e}); rebuilding it", artifact.display());
+            tracing::warn!(
+                "compile cache entry {} is stale ({e}); rebuilding it",
+                artifact.display()
+            );
             None
         }
     }

@@ -54,7 +54,9 @@ impl Capabilities {
 }
 
 fn valid_env_name(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') && !name.as_bytes()[0].is_ascii_digit()
+    !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !name.as_bytes()[0].is_ascii_digit()
 }
 
 #[cfg(test)]
@@ -72,7 +74,10 @@ mod tests {
         assert_eq!(c.env, vec!["API_KEY"]);
         assert_eq!(p(&[]).unwrap(), Capabilities::default());
         let e = p(&["workspace-read", "filesystem"]).unwrap_err();
-        assert!(e.contains("`filesystem`") && e.contains("workspace-read, workspace-write, env:NAME, network"), "{e}");
+        assert!(
+            e.contains("`filesystem`") && e.contains("workspace-read, workspace-write, env:NAME, network"),
+            "{e}"
+        );
         assert!(p(&["network"]).unwrap_err().contains("not implemented"));
         assert!(p(&["env:"]).is_err());
         assert!(p(&["env:A=B"]).is_err());

@@ -66,13 +66,15 @@ fn build() -> Result<Shared, String> {
 /// reference so it never keeps the engine alive on its own.
 fn start_ticker(engine: &Engine) {
     let weak = engine.weak();
-    let spawned = std::thread::Builder::new().name("wasm-epoch".into()).spawn(move || loop {
-        std::thread::sleep(TICK);
-        match weak.upgrade() {
-            Some(e) => e.increment_epoch(),
-            None => return,
-        }
-    });
+    let spawned = std::thread::Builder::new()
+        .name("wasm-epoch".into())
+        .spawn(move || loop {
+            std::thread::sleep(TICK);
+            match weak.upgrade() {
+                Some(e) => e.increment_epoch(),
+                None => return,
+            }
+        });
     if let Err(e) = spawned {
         tracing::error!("cannot start the wasm epoch ticker: {e}; wasm deadlines rely on the async timeout only");
     }

@@ -32,7 +32,9 @@ pub fn check_header(file: &Path, bytes: &[u8]) -> Result<(), String> {
             "{f}: a core wasm module, not a component; build it for wasm32-wasip2 (cargo build --target wasm32-wasip2) \
              or wrap it with `wasm-tools component new`"
         )),
-        other => Err(format!("{f}: unknown wasm version/layer {other:02x?}; expected a component (0d 00 01 00)")),
+        other => Err(format!(
+            "{f}: unknown wasm version/layer {other:02x?}; expected a component (0d 00 01 00)"
+        )),
     }
 }
 
@@ -42,7 +44,11 @@ pub fn world_version(file: &Path, engine: &Engine, component: &Component) -> Res
     let ty = component.component_type();
     let names: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
     let Some(found) = names.iter().find_map(|n| n.strip_prefix(TOOL_EXPORT_PREFIX)) else {
-        let list = if names.is_empty() { "nothing".to_string() } else { names.join(", ") };
+        let list = if names.is_empty() {
+            "nothing".to_string()
+        } else {
+            names.join(", ")
+        };
         return Err(format!(
             "{}: not a cst-agent plugin: the component exports {list}, but no `{WORLD_PACKAGE}/tool` interface; \
              it was built for another world (expected world `{WORLD_PACKAGE}/plugin@{WORLD_VERSION}`)",
@@ -81,7 +87,9 @@ mod tests {
     fn headers() {
         let p = Path::new("x.wasm");
         assert!(check_header(p, b"\0asm\x0d\x00\x01\x00rest").is_ok());
-        assert!(check_header(p, b"\0asm\x01\x00\x00\x00").unwrap_err().contains("core wasm module"));
+        assert!(check_header(p, b"\0asm\x01\x00\x00\x00")
+            .unwrap_err()
+            .contains("core wasm module"));
         assert!(check_header(p, b"\0as").unwrap_err().contains("truncated"));
         assert!(check_header(p, b"hello world").unwrap_err().contains("not a wasm file"));
     }

@@ -169,13 +169,7 @@ pub struct WasmPlugin {
 }
 
 impl WasmPlugin {
-    pub fn new(
-        name: &str,
-        wasm: PathBuf,
-        expected_sha256: Option<String>,
-        caps: Capabilities,
-        limits: Limits,
-    ) -> Self {
+    pub fn new(name: &str, wasm: PathBuf, expected_sha256: Option<String>, caps: Capabilities, limits: Limits) -> Self {
         Self {
             name: Arc::from(name),
             wasm,
@@ -336,7 +330,13 @@ impl WasmPlugin {
     }
 
     /// Call tool `name` with JSON `arguments` in a fresh store.
-    pub async fn call(&self, name: &str, arguments: &str, workspace: &Path, timeout: Duration) -> Result<String, Failure> {
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: &str,
+        workspace: &Path,
+        timeout: Duration,
+    ) -> Result<String, Failure> {
         let pre = self.pre_or_load(false).map_err(failed)?;
         let (mut store, out, err) = self.new_store(workspace, timeout).map_err(failed)?;
         let result = async {
