@@ -175,14 +175,20 @@ pub async fn install(path: &Path, plugins_dir: &Path, workspace: &Path) -> Resul
         name
     };
 
-    // Validate the staged copy: that is exactly what will be loaded later.
+    // Validate the staged copy: that is exactly what will be loaded later. Errors name the
+    // user's path, not the staging folder.
+    let unstage = |e: ManifestError| {
+        let shown = if meta.is_dir() {
+            path.join("plugin.json")
+        } else {
+            path.to_path_buf()
+        };
+        format!("{}: {}", shown.display(), e.message)
+    };
     let file = stage.join("plugin.json");
-    let m = PluginManifest::load(&file).map_err(|e| {
-        e.to_string()
-            .replace(&*stage.to_string_lossy(), &path.to_string_lossy())
-    })?;
+    let m = PluginManifest::load(&file).map_err(unstage)?;
     let mut tools = Vec::new();
-    if let Some(decl) = wasm_decl(stage, &file, &m).map_err(|e| e.message)? {
+    if let Some(decl) = wasm_decl(stage, &file, &m).map_err(unstage)? {
         let shown = if meta.is_dir() {
             path.join(m.wasm.as_deref().unwrap_or(""))
         } else {
@@ -342,7 +348,9 @@ pub fn list(plugins_dir: &Path) -> Vec<PluginRow> {
         };
         let mut tools: Vec<String> = m.tools.iter().map(|t| t.name.clone()).collect();
         let mut status = "ok".to_string();
-        if m.wasm.is_some() {
+        if let Err(e) = wasm_decl(&dir, &file, &m) {
+            status = format!("broken: {e}");
+        } else if m.wasm.is_some() {
             match InstalledRecord::load(&dir) {
                 Ok(Some(rec)) => {
                     if !rec.matches_file(&dir.join(&rec.wasm)) {
