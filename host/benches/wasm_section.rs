@@ -19,7 +19,11 @@ fn examples() -> PathBuf {
 
 fn built(crate_name: &str) -> PathBuf {
     let p = examples().join(format!("target/wasm32-wasip2/release/{crate_name}.wasm"));
-    assert!(p.is_file(), "{} is missing: run example-plugins/build.sh first", p.display());
+    assert!(
+        p.is_file(),
+        "{} is missing: run example-plugins/build.sh first",
+        p.display()
+    );
     p
 }
 
@@ -48,10 +52,9 @@ pub fn run(b: &Bench) {
         json!({"name": "hostile-test", "wasm": "hostile-test.wasm", "timeout": 1}).to_string(),
     )
     .expect("plugin.json");
-    let installed = b
-        .rt
-        .block_on(install::install(&src, &plugins_dir, &ws))
-        .expect("install hostile-test");
+    let installed =
+        b.rt.block_on(install::install(&src, &plugins_dir, &ws))
+            .expect("install hostile-test");
     let registry = Arc::new(Registry::new());
     let mut warnings = Vec::new();
     load_plugin_dir(&installed.dir, &registry, &mut warnings).expect("load");
@@ -73,8 +76,16 @@ pub fn run(b: &Bench) {
         }
     });
     let wasm_p50 = percentile(&mut samples, 50.0);
-    b.row("wasm tool call via registry, p50", fmt(wasm_p50), format!("n={n}; target ≤ 50 µs"));
-    b.row("wasm tool call via registry, p99", fmt(percentile(&mut samples, 99.0)), "");
+    b.row(
+        "wasm tool call via registry, p50",
+        fmt(wasm_p50),
+        format!("n={n}; target ≤ 50 µs"),
+    );
+    b.row(
+        "wasm tool call via registry, p99",
+        fmt(percentile(&mut samples, 99.0)),
+        "",
+    );
 
     // 2. The same work by spawning a native process: /bin/cat fed the JSON.
     if Path::new("/bin/cat").exists() {
@@ -88,15 +99,29 @@ pub fn run(b: &Bench) {
                 .stdout(Stdio::piped())
                 .spawn()
                 .expect("spawn cat");
-            child.stdin.take().expect("stdin").write_all(payload.as_bytes()).expect("write");
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(payload.as_bytes())
+                .expect("write");
             let mut out = String::new();
-            child.stdout.take().expect("stdout").read_to_string(&mut out).expect("read");
+            child
+                .stdout
+                .take()
+                .expect("stdout")
+                .read_to_string(&mut out)
+                .expect("read");
             child.wait().expect("wait");
             samples.push(t.elapsed());
         }
         let p50 = percentile(&mut samples, 50.0);
         b.row("spawn /bin/cat with the JSON, p50", fmt(p50), format!("n={n}"));
-        b.row("spawn /bin/cat with the JSON, p99", fmt(percentile(&mut samples, 99.0)), "");
+        b.row(
+            "spawn /bin/cat with the JSON, p99",
+            fmt(percentile(&mut samples, 99.0)),
+            "",
+        );
         b.row(
             "ratio spawn / wasm call (p50)",
             format!("{:.1}x", p50.as_secs_f64() / wasm_p50.as_secs_f64()),
@@ -153,10 +178,9 @@ pub fn run(b: &Bench) {
     );
 
     // 5. `cst-agent tools list` wall time with 50 installed plugins.
-    let base = b
-        .rt
-        .block_on(install::install(&examples().join("text-stats"), &plugins_dir, &ws))
-        .expect("install text-stats");
+    let base =
+        b.rt.block_on(install::install(&examples().join("text-stats"), &plugins_dir, &ws))
+            .expect("install text-stats");
     std::fs::remove_dir_all(&installed.dir).expect("remove hostile copy");
     for i in 0..50 {
         let name = format!("stats-{i:02}");
@@ -200,7 +224,11 @@ pub fn run(b: &Bench) {
         assert!(out.status.success());
         if i == 0 {
             let listed = String::from_utf8_lossy(&out.stdout).lines().count();
-            assert!(listed >= 50, "expected 50 wasm tools, got {listed}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                listed >= 50,
+                "expected 50 wasm tools, got {listed}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         } else {
             samples.push(d);
         }

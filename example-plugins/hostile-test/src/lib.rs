@@ -69,7 +69,8 @@ impl Tool for Write {
 pub struct Env;
 impl Tool for Env {
     const NAME: &'static str = "hostile_env";
-    const DESCRIPTION: &'static str = "TEST ONLY: read an environment variable; also reports how many variables and arguments are visible.";
+    const DESCRIPTION: &'static str =
+        "TEST ONLY: read an environment variable; also reports how many variables and arguments are visible.";
     const PERM: Perm = Perm::Read;
     type Args = NameArgs;
     fn call(a: NameArgs) -> Result<String, String> {
@@ -108,7 +109,15 @@ impl Tool for Alloc {
         let n = (a.mib as usize).saturating_mul(1 << 20);
         let mut v: Vec<u8> = Vec::with_capacity(n);
         v.resize(n, 1);
-        Ok(format!("allocated {} MiB, sum {}", a.mib, std::hint::black_box(&v).iter().step_by(4096).map(|b| *b as u64).sum::<u64>()))
+        Ok(format!(
+            "allocated {} MiB, sum {}",
+            a.mib,
+            std::hint::black_box(&v)
+                .iter()
+                .step_by(4096)
+                .map(|b| *b as u64)
+                .sum::<u64>()
+        ))
     }
 }
 

@@ -52,7 +52,9 @@ fn dotted_to_pointer(path: &str) -> Result<String, String> {
             out.push_str(&key.replace('~', "~0").replace('/', "~1"));
         }
         while let Some(stripped) = rest.strip_prefix('[') {
-            let end = stripped.find(']').ok_or_else(|| format!("unclosed `[` in path `{path}`"))?;
+            let end = stripped
+                .find(']')
+                .ok_or_else(|| format!("unclosed `[` in path `{path}`"))?;
             let idx = &stripped[..end];
             if idx.parse::<usize>().is_err() {
                 return Err(format!("`[{idx}]` in path `{path}` is not an array index"));

@@ -29,7 +29,8 @@ pub struct RegexSearch;
 
 impl Tool for RegexSearch {
     const NAME: &'static str = "regex_search";
-    const DESCRIPTION: &'static str = "Search workspace files with a regular expression. Returns `file:line: text` lines \
+    const DESCRIPTION: &'static str =
+        "Search workspace files with a regular expression. Returns `file:line: text` lines \
          (hidden entries, target/ and node_modules/ and binary files are skipped).";
     const PERM: Perm = Perm::Read;
     type Args = Args;

@@ -46,7 +46,10 @@ impl Tool for TextStats {
             tl += lines;
             tw += words;
             tb += n;
-            per_file.insert(f.display().to_string(), json!({"lines": lines, "words": words, "bytes": n}));
+            per_file.insert(
+                f.display().to_string(),
+                json!({"lines": lines, "words": words, "bytes": n}),
+            );
         }
         let out = json!({
             "files": per_file,
@@ -77,6 +80,5 @@ fn collect(p: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     }
     Ok(())
 }
-
 
 cst_plugin::export_plugin!(TextStats);
