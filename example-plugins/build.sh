@@ -8,4 +8,4 @@ out=target/wasm32-wasip2/release
 for dir in text-stats json-query regex-search hostile-test; do
     cp "$out/$(echo "$dir" | tr - _).wasm" "$dir/$dir.wasm"
 done
-echo "built: text-stats json-query regex-search hostile-test (+ test-only: test_other_world, test_future_version in $out)"
+echo "built: text-stats json-query regex-search hostile-test (+ test-only: test_other_world, test_future_version, test_bad_tools in $out)"
