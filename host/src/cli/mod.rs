@@ -1,6 +1,8 @@
 //! The `cst-agent` command line: a thin client of the library.
 
+pub mod status;
 pub mod tools;
+pub mod trust;
 
 use std::path::PathBuf;
 
@@ -34,6 +36,12 @@ pub enum Command {
     /// List and call tools through the registry.
     #[command(subcommand)]
     Tools(tools::ToolsCmd),
+    /// The extensions summary (E9), the sandbox (P11) and the trust hint (T1).
+    #[command(alias = "doctor")]
+    Status,
+    /// Workspace trust (T2). Temporary top-level home of `plugins trust|untrust`.
+    #[command(flatten)]
+    Trust(trust::TrustCmd),
 }
 
 impl Cli {
@@ -47,5 +55,7 @@ impl Cli {
 pub async fn run(cli: Cli) -> i32 {
     match &cli.command {
         Command::Tools(cmd) => tools::run(&cli, cmd).await,
+        Command::Status => status::run(&cli),
+        Command::Trust(cmd) => trust::run(&cli, *cmd),
     }
 }

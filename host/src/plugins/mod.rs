@@ -29,13 +29,20 @@ pub fn load_plugin_dir(
 ) -> Result<LoadedPlugin, ManifestError> {
     let file = dir.join("plugin.json");
     let manifest = PluginManifest::load(&file)?;
-    let loaded = LoadedPlugin {
+    let mut loaded = LoadedPlugin {
         name: manifest.name.clone(),
         dir: dir.to_path_buf(),
         file,
         manifest,
         tools: Vec::new(),
     };
-    let _ = (registry, warnings);
+    // Command tools (P1–P12); POSIX only, skipped with one message elsewhere.
+    loaded.tools.extend(crate::command_tools::register_all(
+        &loaded.manifest,
+        &loaded.dir,
+        &loaded.file,
+        registry,
+        warnings,
+    ));
     Ok(loaded)
 }
