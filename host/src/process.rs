@@ -71,12 +71,14 @@ pub async fn run_captured(spec: ProcessSpec) -> std::io::Result<ProcessOutput> {
 }
 
 /// Bounded output buffer: keeps the first `cap` bytes and counts the rest.
+#[cfg_attr(not(unix), allow(dead_code))]
 struct Capped {
     data: Vec<u8>,
     cap: usize,
     dropped: u64,
 }
 
+#[cfg_attr(not(unix), allow(dead_code))]
 impl Capped {
     fn new(cap: usize) -> Self {
         Self {
