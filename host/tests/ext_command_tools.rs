@@ -43,7 +43,10 @@ fn jira(env: &Env) -> std::path::PathBuf {
 }
 
 fn call(env: &Env, tool: &str, args: &str) -> std::process::Output {
-    env.cli().args(["tools", "call", tool, "--args", args]).output().unwrap()
+    env.cli()
+        .args(["tools", "call", tool, "--args", args])
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -67,12 +70,20 @@ fn p4_p8_p9_argv_file_made_absolute_stdin_json_cwd_and_env() {
 fn p5_full_json_schema_is_checked_before_the_process_starts() {
     let env = Env::new();
     jira(&env);
-    for bad in [r#"{"comments":1}"#, r#"{"key":"nope"}"#, r#"{"key":"CST-1","comments":-1}"#, r#"{"key":"CST-1","comments":"3"}"#] {
+    for bad in [
+        r#"{"comments":1}"#,
+        r#"{"key":"nope"}"#,
+        r#"{"key":"CST-1","comments":-1}"#,
+        r#"{"key":"CST-1","comments":"3"}"#,
+    ] {
         let o = call(&env, "jira_issue", bad);
         assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
         assert!(stderr(&o).contains("invalid arguments"), "{}", stderr(&o));
     }
-    assert!(!env.ws.join("ran.marker").exists(), "the tool ran despite invalid arguments");
+    assert!(
+        !env.ws.join("ran.marker").exists(),
+        "the tool ran despite invalid arguments"
+    );
 }
 
 #[test]
@@ -101,10 +112,16 @@ fn p7_timeout_is_124_and_the_group_is_gone() {
     let o = call(&env, "slow", "{}");
     assert_eq!(o.status.code(), Some(124), "{}", stderr(&o));
     assert!(stderr(&o).contains("timed out after 1 s"), "{}", stderr(&o));
-    let pgid: i32 = std::fs::read_to_string(env.ws.join("slow.pid")).unwrap().trim().parse().unwrap();
+    let pgid: i32 = std::fs::read_to_string(env.ws.join("slow.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     // No process of the group is left running (zombies awaiting a reaper do not count).
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
         let Some(close) = stat.rfind(')') else { continue };
         let f: Vec<&str> = stat[close + 2..].split_whitespace().collect();
         assert!(!(f[2] == pgid.to_string() && f[0] != "Z"), "survivor: {stat}");
@@ -120,13 +137,20 @@ fn p2_p6_names_sanitised_perm_recorded_and_listed() {
     let list: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
     let get = |n: &str| list.iter().find(|t| t["name"] == n).cloned();
     let issue = get("jira_issue").unwrap();
-    assert_eq!((issue["perm"].as_str(), issue["source"].as_str()), (Some("net"), Some("command")));
+    assert_eq!(
+        (issue["perm"].as_str(), issue["source"].as_str()),
+        (Some("net"), Some("command"))
+    );
     assert_eq!(issue["timeout_secs"], 30);
     assert_eq!(get("piped").unwrap()["perm"], "read");
     assert_eq!(get("fails").unwrap()["perm"], "shell", "default perm is shell (P6)");
     assert_eq!(get("slow").unwrap()["timeout_secs"], 1);
     assert!(get("jira_search_v2").is_some(), "P2 sanitising");
-    assert!(stderr(&o).contains("`jira.search v2` registered as `jira_search_v2`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("`jira.search v2` registered as `jira_search_v2`"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -149,7 +173,10 @@ fn p2_e7_clash_is_refused_with_both_files_named_never_renamed() {
         "{err}"
     );
     let out = stdout(&o);
-    assert!(out.contains("fresh") && !out.contains("jira_issue_"), "no suffix rename: {out}");
+    assert!(
+        out.contains("fresh") && !out.contains("jira_issue_"),
+        "no suffix rename: {out}"
+    );
     let o = call(&env, "jira_issue", r#"{"key":"CST-1"}"#);
     assert!(stdout(&o).contains("args="), "the first plugin keeps the name");
 }
@@ -165,7 +192,10 @@ fn p7_timeout_over_600_is_an_error_naming_the_file() {
     );
     let o = env.cli().args(["tools", "list"]).output().unwrap();
     let err = stderr(&o);
-    assert!(err.contains(&dir.join("plugin.json").display().to_string()) && err.contains("600"), "{err}");
+    assert!(
+        err.contains(&dir.join("plugin.json").display().to_string()) && err.contains("600"),
+        "{err}"
+    );
     assert!(!stdout(&o).contains("too_long") && stdout(&o).contains("ok_tool"));
 }
 
@@ -185,12 +215,28 @@ fn p1_a_broken_plugin_json_is_reported_and_others_still_load() {
 fn e1_minimal_profile_loads_no_extension() {
     let env = Env::new();
     jira(&env);
-    ext_support::skill(&env.config().join("skills"), "s", "---\nname: s\ndescription: d\n---\nbody\n");
-    let o = env.cli().args(["--tools", "minimal", "tools", "list"]).output().unwrap();
+    ext_support::skill(
+        &env.config().join("skills"),
+        "s",
+        "---\nname: s\ndescription: d\n---\nbody\n",
+    );
+    let o = env
+        .cli()
+        .args(["--tools", "minimal", "tools", "list"])
+        .output()
+        .unwrap();
     assert!(o.status.success());
     assert_eq!(stdout(&o), "", "minimal loads nothing");
     let o = env.cli().args(["--tools", "minimal", "status"]).output().unwrap();
-    assert!(stdout(&o).starts_with("0 skills · 0 plugins (0 tools) · 0 MCP servers"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).starts_with("0 skills · 0 plugins (0 tools) · 0 MCP servers"),
+        "{}",
+        stdout(&o)
+    );
     let o = env.cli().args(["status"]).output().unwrap();
-    assert!(stdout(&o).starts_with("1 skill · 1 plugin (5 tools) · 0 MCP servers"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).starts_with("1 skill · 1 plugin (5 tools) · 0 MCP servers"),
+        "{}",
+        stdout(&o)
+    );
 }

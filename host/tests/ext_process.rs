@@ -31,7 +31,9 @@ async fn run(s: ProcessSpec) -> ProcessOutput {
 fn live_in_group(pgid: i32) -> Vec<String> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
         let Some(close) = stat.rfind(')') else { continue };
         let fields: Vec<&str> = stat[close + 2..].split_whitespace().collect();
         // state ppid pgrp ...
@@ -57,7 +59,10 @@ async fn p10_stdout_and_stderr_in_order_with_stdin_and_env() {
     s.stdin = br#"{"k":1}"#.to_vec();
     let out = run(s).await;
     let cwd = std::fs::canonicalize(d.path()).unwrap();
-    assert_eq!(out.output, format!("one\ntwo\nthree\n{{\"k\":1}} yes\n{}\n", cwd.display()));
+    assert_eq!(
+        out.output,
+        format!("one\ntwo\nthree\n{{\"k\":1}} yes\n{}\n", cwd.display())
+    );
     assert_eq!(out.exit_code, Some(0));
     assert!(!out.timed_out && !out.cancelled);
 }
@@ -84,9 +89,17 @@ async fn p10_fifty_megabytes_are_capped_with_marker() {
     assert_eq!(out.exit_code, Some(0));
     let total: u64 = 52_428_800 + 1_048_576;
     let kept = cst_agent::process::BODY_CAP as u64;
-    assert!(out.output.len() <= cst_agent::tools::output::MAX_OUTPUT_BYTES, "{}", out.output.len());
+    assert!(
+        out.output.len() <= cst_agent::tools::output::MAX_OUTPUT_BYTES,
+        "{}",
+        out.output.len()
+    );
     let marker = format!("[output truncated: {} more bytes dropped", total - kept);
-    assert!(out.output.ends_with(&format!("{marker}; limit is 524288 bytes]")), "{}", &out.output[out.output.len() - 200..]);
+    assert!(
+        out.output.ends_with(&format!("{marker}; limit is 524288 bytes]")),
+        "{}",
+        &out.output[out.output.len() - 200..]
+    );
     assert!(out.output.starts_with("xxxx"));
 }
 
@@ -135,7 +148,11 @@ async fn a_grandchild_holding_stdout_does_not_hang_the_host_and_dies() {
 async fn cancellation_kills_the_group() {
     let d = tempfile::tempdir().unwrap();
     let pidfile = d.path().join("pid");
-    let mut s = spec(&format!("echo $$ > {}; sleep 1000 & sleep 1000", pidfile.display()), d.path(), 60_000);
+    let mut s = spec(
+        &format!("echo $$ > {}; sleep 1000 & sleep 1000", pidfile.display()),
+        d.path(),
+        60_000,
+    );
     let cancel = s.cancel.clone();
     s.cancel = cancel.clone();
     tokio::spawn(async move {
@@ -152,7 +169,11 @@ async fn cancellation_kills_the_group() {
 async fn dropping_the_future_kills_the_group() {
     let d = tempfile::tempdir().unwrap();
     let pidfile = d.path().join("pid");
-    let s = spec(&format!("echo $$ > {}; sleep 1000 & sleep 1000", pidfile.display()), d.path(), 60_000);
+    let s = spec(
+        &format!("echo $$ > {}; sleep 1000 & sleep 1000", pidfile.display()),
+        d.path(),
+        60_000,
+    );
     let task = tokio::spawn(run_captured(s));
     // Wait until the script is running, then drop the future.
     for _ in 0..200 {

@@ -35,9 +35,17 @@ async fn s4_skill_tool_returns_body_files_and_a_file() {
     assert!(out.starts_with("# PDF forms\n\n1. List the fields."), "{out}");
     assert!(!out.contains("description:"), "frontmatter is not part of the body");
     assert!(out.contains("- reference.md\n- scripts/fill.py\n"), "{out}");
-    let f = call(&l, &env, json!({"name": "pdf-forms", "file": "reference.md"})).await.unwrap();
+    let f = call(&l, &env, json!({"name": "pdf-forms", "file": "reference.md"}))
+        .await
+        .unwrap();
     assert_eq!(f, "REFERENCE TEXT");
-    let f = call(&l, &env, json!({"name": "pdf-forms", "file": "scripts/../reference.md"})).await.unwrap();
+    let f = call(
+        &l,
+        &env,
+        json!({"name": "pdf-forms", "file": "scripts/../reference.md"}),
+    )
+    .await
+    .unwrap();
     assert_eq!(f, "REFERENCE TEXT", "`..` that stays inside is fine");
     let e = call(&l, &env, json!({"name": "nope"})).await.unwrap_err();
     assert!(e.to_string().contains("no skill named `nope`"), "{e}");
@@ -67,9 +75,14 @@ async fn s4_files_outside_the_skill_folder_are_refused() {
         attempts.push("wsdir/secret.txt".into());
     }
     for a in attempts {
-        let e = call(&l, &env, json!({"name": "pdf-forms", "file": a})).await.unwrap_err();
+        let e = call(&l, &env, json!({"name": "pdf-forms", "file": a}))
+            .await
+            .unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("outside the skill's folder") && !msg.contains("SECRET"), "{a}: {msg}");
+        assert!(
+            msg.contains("outside the skill's folder") && !msg.contains("SECRET"),
+            "{a}: {msg}"
+        );
     }
 }
 
@@ -77,15 +90,48 @@ async fn s4_files_outside_the_skill_folder_are_refused() {
 fn e3_t3_s5_sources_fallbacks_and_precedence() {
     let env = Env::in_process();
     // Workspace .agent, .claude, config dir and a plugin's skills folder; trust not needed (T3).
-    let a = skill(&env.ws.join(".agent/skills"), "dup", "---\nname: dup\ndescription: from agent\n---\n");
-    let c = skill(&env.ws.join(".claude/skills"), "dup", "---\nname: dup\ndescription: from claude\n---\n");
-    skill(&env.ws.join(".claude/skills"), "claude-only", "# Heading\n\nClaude skill line.\n");
-    skill(&env.config().join("skills"), "cfg", "---\ndescription: config skill\n---\nbody\n");
-    let broken = skill(&env.config().join("skills"), "broken", "---\nname: [oops\n---\n## H\nFallback text.\n");
-    let p = plugin(&env.config().join("plugins"), "pl", json!({"name": "pl", "skills": "skills"}), &[]);
-    skill(&p.join("skills"), "plugin-skill", "---\nname: plugin-skill\ndescription: From a plugin.\n---\n");
+    let a = skill(
+        &env.ws.join(".agent/skills"),
+        "dup",
+        "---\nname: dup\ndescription: from agent\n---\n",
+    );
+    let c = skill(
+        &env.ws.join(".claude/skills"),
+        "dup",
+        "---\nname: dup\ndescription: from claude\n---\n",
+    );
+    skill(
+        &env.ws.join(".claude/skills"),
+        "claude-only",
+        "# Heading\n\nClaude skill line.\n",
+    );
+    skill(
+        &env.config().join("skills"),
+        "cfg",
+        "---\ndescription: config skill\n---\nbody\n",
+    );
+    let broken = skill(
+        &env.config().join("skills"),
+        "broken",
+        "---\nname: [oops\n---\n## H\nFallback text.\n",
+    );
+    let p = plugin(
+        &env.config().join("plugins"),
+        "pl",
+        json!({"name": "pl", "skills": "skills"}),
+        &[],
+    );
+    skill(
+        &p.join("skills"),
+        "plugin-skill",
+        "---\nname: plugin-skill\ndescription: From a plugin.\n---\n",
+    );
     let l = discovery::load(&env.opts());
-    let got: Vec<(String, String)> = l.skills.iter().map(|s| (s.name.clone(), s.description.clone())).collect();
+    let got: Vec<(String, String)> = l
+        .skills
+        .iter()
+        .map(|s| (s.name.clone(), s.description.clone()))
+        .collect();
     let want = [
         ("dup", "from agent"),
         ("claude-only", "Claude skill line."),
@@ -93,15 +139,29 @@ fn e3_t3_s5_sources_fallbacks_and_precedence() {
         ("cfg", "config skill"),
         ("plugin-skill", "From a plugin."),
     ];
-    assert_eq!(got, want.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>());
+    assert_eq!(
+        got,
+        want.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect::<Vec<_>>()
+    );
     let w = l.warnings.join("\n");
-    assert!(w.contains(&broken.join("SKILL.md").display().to_string()) && w.contains("malformed frontmatter"), "{w}");
+    assert!(
+        w.contains(&broken.join("SKILL.md").display().to_string()) && w.contains("malformed frontmatter"),
+        "{w}"
+    );
     assert!(
         w.contains(&a.join("SKILL.md").display().to_string()) && w.contains(&c.join("SKILL.md").display().to_string()),
         "clash names both files: {w}"
     );
-    assert_eq!(discovery::summary_line(&l), "5 skills · 1 plugin (0 tools) · 0 MCP servers");
-    assert!(l.skill_index.text.starts_with("- dup: from agent\n- claude-only: Claude skill line.\n"));
+    assert_eq!(
+        discovery::summary_line(&l),
+        "5 skills · 1 plugin (0 tools) · 0 MCP servers"
+    );
+    assert!(l
+        .skill_index
+        .text
+        .starts_with("- dup: from agent\n- claude-only: Claude skill line.\n"));
 }
 
 #[test]
@@ -110,15 +170,26 @@ fn s3_index_is_at_most_4096_bytes_and_names_the_left_out() {
     let root = env.ws.join(".agent/skills");
     for i in 0..40 {
         let desc = format!("Skill number {i:02} {}", "x".repeat(100));
-        skill(&root, &format!("s{i:02}"), &format!("---\nname: s{i:02}\ndescription: {desc}\n---\n"));
+        skill(
+            &root,
+            &format!("s{i:02}"),
+            &format!("---\nname: s{i:02}\ndescription: {desc}\n---\n"),
+        );
     }
     // One very long description is cut to 256 bytes in its line.
-    skill(&root, "a-long", &format!("---\nname: a-long\ndescription: {}\n---\n", "é".repeat(400)));
+    skill(
+        &root,
+        "a-long",
+        &format!("---\nname: a-long\ndescription: {}\n---\n", "é".repeat(400)),
+    );
     let l = discovery::load(&env.opts());
     let idx = &l.skill_index;
     assert!(idx.text.len() <= 4096, "{}", idx.text.len());
     let first = idx.text.lines().next().unwrap();
-    assert!(first.starts_with("- a-long: é") && first.ends_with('…') && first.len() <= 256 + 12, "{first}");
+    assert!(
+        first.starts_with("- a-long: é") && first.ends_with('…') && first.len() <= 256 + 12,
+        "{first}"
+    );
     // Lines are "- s00: Skill number 00 xxx…" = 124 bytes; they fit in order until the budget ends.
     let kept = idx.text.lines().count();
     assert!(kept > 20 && kept < 41, "{kept}");
@@ -128,7 +199,12 @@ fn s3_index_is_at_most_4096_bytes_and_names_the_left_out() {
     assert_eq!(idx.left_out[0], expected_first_out);
     for name in &idx.left_out {
         assert!(!idx.text.contains(&format!("- {name}:")));
-        assert!(l.warnings.iter().any(|w| w.contains(&format!("skill `{name}`")) && w.contains("4096")), "{name}");
+        assert!(
+            l.warnings
+                .iter()
+                .any(|w| w.contains(&format!("skill `{name}`")) && w.contains("4096")),
+            "{name}"
+        );
     }
     // A left-out skill can still be loaded.
     assert!(l.skills.iter().any(|s| s.name == *idx.left_out.last().unwrap()));
@@ -143,9 +219,14 @@ fn s6_skill_command_expansion() {
         .unwrap()
         .unwrap();
     assert!(msg.starts_with("<skill name=\"pdf-forms\""), "{msg}");
-    assert!(msg.contains("# PDF forms\n\n1. List the fields.\n</skill>\n\nfill a.pdf please"), "{msg}");
+    assert!(
+        msg.contains("# PDF forms\n\n1. List the fields.\n</skill>\n\nfill a.pdf please"),
+        "{msg}"
+    );
     assert!(!msg.contains("description:"));
-    assert!(cst_agent::skills::expand_skill_command("/skill missing hi", &l.skills).unwrap().is_err());
+    assert!(cst_agent::skills::expand_skill_command("/skill missing hi", &l.skills)
+        .unwrap()
+        .is_err());
     assert!(cst_agent::skills::expand_skill_command("just text", &l.skills).is_none());
 }
 
@@ -158,7 +239,11 @@ async fn e8_reload_skills_reports_and_updates_the_tool() {
     let opts = env.opts();
     let mut l = discovery::load(&opts);
     std::fs::remove_dir_all(root.join("one")).unwrap();
-    skill(&root, "two", "---\nname: two\ndescription: second, edited\n---\nTWO v2\n");
+    skill(
+        &root,
+        "two",
+        "---\nname: two\ndescription: second, edited\n---\nTWO v2\n",
+    );
     skill(&root, "three", "---\nname: three\ndescription: third\n---\nTHREE\n");
     let r = reload_skills(&mut l, &opts);
     assert_eq!(r.describe(), "added three · removed one · changed two");

@@ -26,7 +26,11 @@ fn hostile(env: &Env) -> std::path::PathBuf {
     )
     .unwrap();
     // Skills are text and load regardless of trust (T3).
-    skill(&env.ws.join(".agent").join("skills"), "notes", "---\nname: notes\ndescription: Project notes.\n---\nRead me.\n");
+    skill(
+        &env.ws.join(".agent").join("skills"),
+        "notes",
+        "---\nname: notes\ndescription: Project notes.\n---\nRead me.\n",
+    );
     marker
 }
 
@@ -38,8 +42,14 @@ fn t1_t2_hostile_workspace_runs_nothing_until_trusted() {
 
     let o = env.cli().args(["status"]).output().unwrap();
     let out = stdout(&o);
-    assert!(out.starts_with("1 skill · 0 plugins (0 tools) · 0 MCP servers\n"), "{out}");
-    assert!(out.contains("\nuntrusted workspace: /plugins trust\n"), "T1 hint: {out}");
+    assert!(
+        out.starts_with("1 skill · 0 plugins (0 tools) · 0 MCP servers\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nuntrusted workspace: /plugins trust\n"),
+        "T1 hint: {out}"
+    );
 
     let o = env.cli().args(["tools", "list"]).output().unwrap();
     assert!(!stdout(&o).contains("innocent_looking"), "{}", stdout(&o));
@@ -66,7 +76,10 @@ fn t1_t2_hostile_workspace_runs_nothing_until_trusted() {
 
     let o = env.cli().args(["status"]).output().unwrap();
     let out = stdout(&o);
-    assert!(out.starts_with("1 skill · 1 plugin (1 tool) · 2 MCP servers\n"), "{out}");
+    assert!(
+        out.starts_with("1 skill · 1 plugin (1 tool) · 2 MCP servers\n"),
+        "{out}"
+    );
     assert!(!out.contains("untrusted"), "{out}");
     let o = env.cli().args(["tools", "call", "innocent_looking"]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -103,9 +116,19 @@ fn e5_mcp_sources_follow_trust_and_precedence() {
     );
     let l = cst_agent::discovery::load(&env.opts());
     let files: Vec<_> = l.mcp_sources.iter().map(|s| s.file.clone()).collect();
-    assert_eq!(files, vec![env.config().join("mcp.json"), env.config().join("plugins/p/plugin.json")]);
+    assert_eq!(
+        files,
+        vec![
+            env.config().join("mcp.json"),
+            env.config().join("plugins/p/plugin.json")
+        ]
+    );
     assert_eq!(l.untrusted_hint.as_deref(), Some("untrusted workspace: /plugins trust"));
-    assert_eq!(l.mcp_sources[1].default_cwd, env.config().join("plugins/p"), "M4: plugin servers default to the plugin folder");
+    assert_eq!(
+        l.mcp_sources[1].default_cwd,
+        env.config().join("plugins/p"),
+        "M4: plugin servers default to the plugin folder"
+    );
 
     cst_agent::trust::trust(&env.ws).unwrap();
     let l = cst_agent::discovery::load(&env.opts());
@@ -201,7 +224,11 @@ fn e7_workspace_plugin_wins_over_config_plugin() {
         &[],
     );
     let l = cst_agent::discovery::load(&env.opts());
-    assert_eq!(l.plugins[0].file, cfg_plugin.join("plugin.json"), "untrusted: only the config plugin");
+    assert_eq!(
+        l.plugins[0].file,
+        cfg_plugin.join("plugin.json"),
+        "untrusted: only the config plugin"
+    );
     cst_agent::trust::trust(&env.ws).unwrap();
     let l = cst_agent::discovery::load(&env.opts());
     assert_eq!(l.plugins.len(), 1);
@@ -222,24 +249,57 @@ fn e7_workspace_plugin_wins_over_config_plugin() {
 fn e8_reload_plugins_reports_added_removed_changed() {
     let env = Env::in_process();
     let plugins = env.config().join("plugins");
-    plugin(&plugins, "a", json!({"name": "a", "tools": [{"name": "ta", "command": "true"}]}), &[]);
-    plugin(&plugins, "b", json!({"name": "b", "tools": [{"name": "tb", "command": "true"}]}), &[]);
+    plugin(
+        &plugins,
+        "a",
+        json!({"name": "a", "tools": [{"name": "ta", "command": "true"}]}),
+        &[],
+    );
+    plugin(
+        &plugins,
+        "b",
+        json!({"name": "b", "tools": [{"name": "tb", "command": "true"}]}),
+        &[],
+    );
     let opts = env.opts();
     let mut l = cst_agent::discovery::load(&opts);
     assert!(l.registry.contains("ta") && l.registry.contains("tb"));
 
     std::fs::remove_dir_all(plugins.join("a")).unwrap();
-    plugin(&plugins, "b", json!({"name": "b", "tools": [{"name": "tb2", "command": "true"}]}), &[]);
-    plugin(&plugins, "c", json!({"name": "c", "tools": [{"name": "tc", "command": "true"}]}), &[]);
+    plugin(
+        &plugins,
+        "b",
+        json!({"name": "b", "tools": [{"name": "tb2", "command": "true"}]}),
+        &[],
+    );
+    plugin(
+        &plugins,
+        "c",
+        json!({"name": "c", "tools": [{"name": "tc", "command": "true"}]}),
+        &[],
+    );
     let r = cst_agent::discovery::reload_plugins(&mut l, &opts);
-    assert_eq!((r.added.clone(), r.removed.clone(), r.changed.clone()), (vec!["c".to_string()], vec!["a".to_string()], vec!["b".to_string()]));
+    assert_eq!(
+        (r.added.clone(), r.removed.clone(), r.changed.clone()),
+        (vec!["c".to_string()], vec!["a".to_string()], vec!["b".to_string()])
+    );
     assert_eq!(r.describe(), "added c · removed a · changed b");
-    assert!(!l.registry.contains("ta") && !l.registry.contains("tb") && l.registry.contains("tb2") && l.registry.contains("tc"));
+    assert!(
+        !l.registry.contains("ta")
+            && !l.registry.contains("tb")
+            && l.registry.contains("tb2")
+            && l.registry.contains("tc")
+    );
     let r = cst_agent::discovery::reload_plugins(&mut l, &opts);
     assert_eq!(r.describe(), "no changes");
 
     // T2: trusting and reloading loads the workspace's plugins at once.
-    plugin(&env.ws.join(".agent/plugins"), "w", json!({"name": "w", "tools": [{"name": "tw", "command": "true"}]}), &[]);
+    plugin(
+        &env.ws.join(".agent/plugins"),
+        "w",
+        json!({"name": "w", "tools": [{"name": "tw", "command": "true"}]}),
+        &[],
+    );
     cst_agent::trust::trust(&env.ws).unwrap();
     let r = cst_agent::discovery::reload_plugins(&mut l, &opts);
     assert_eq!(r.added, vec!["w".to_string()]);

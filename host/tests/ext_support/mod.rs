@@ -76,7 +76,11 @@ impl Env {
 pub fn plugin(parent: &Path, folder: &str, manifest: Value, files: &[(&str, &str)]) -> PathBuf {
     let dir = parent.join(folder);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("plugin.json"), serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    std::fs::write(
+        dir.join("plugin.json"),
+        serde_json::to_string_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
     for (name, text) in files {
         let p = dir.join(name);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
