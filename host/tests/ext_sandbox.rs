@@ -122,7 +122,7 @@ async fn p11_command_tool_runs_sandboxed_when_the_gate_says_so() {
         return;
     }
     let Some((scratch, home)) = home_scratch() else { return };
-    let _lock = ext_support::env_lock();
+    let lock = ext_support::env_lock();
     let config_home = scratch.path().join("config");
     std::env::set_var("XDG_CONFIG_HOME", &config_home);
     let ws = scratch.path().join("ws");
@@ -139,6 +139,8 @@ async fn p11_command_tool_runs_sandboxed_when_the_gate_says_so() {
         workspace: ws.clone(),
         profile: cst_agent::discovery::ToolsProfile::Default,
     });
+    // The config dir is read only while loading.
+    drop(lock);
     let mut ctx = ToolContext::new(ws.clone());
     ctx.gate = Some(Arc::new(SandboxAll));
     let out = l.registry.call("write_both", json!({}), &ctx).await.unwrap();
