@@ -3,10 +3,14 @@
 //! The core knows nothing about terminals; the CLI (and later the TUI) are clients of it.
 
 pub mod cli;
+pub mod command_tools;
 pub mod config_dir;
 pub mod discovery;
 pub mod plugins;
 pub mod process;
+pub mod sandbox;
+pub mod settings;
 pub mod skills;
 pub mod tools;
+pub mod trust;
 pub mod wasm;

@@ -1,7 +1,9 @@
 //! The `cst-agent` command line: a thin client of the library.
 
 pub mod plugins;
+pub mod status;
 pub mod tools;
+pub mod trust;
 
 use std::path::PathBuf;
 
@@ -35,9 +37,12 @@ pub enum Command {
     /// List and call tools through the registry.
     #[command(subcommand)]
     Tools(tools::ToolsCmd),
-    /// Install, list and remove plugins.
+    /// Install, list and remove plugins; trust the workspace.
     #[command(subcommand)]
     Plugins(plugins::PluginsCmd),
+    /// The extensions summary (E9), the sandbox (P11) and the trust hint (T1).
+    #[command(alias = "doctor")]
+    Status,
 }
 
 impl Cli {
@@ -52,5 +57,6 @@ pub async fn run(cli: Cli) -> i32 {
     match &cli.command {
         Command::Tools(cmd) => tools::run(&cli, cmd).await,
         Command::Plugins(cmd) => plugins::run(&cli, cmd).await,
+        Command::Status => status::run(&cli),
     }
 }
