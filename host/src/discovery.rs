@@ -78,6 +78,8 @@ pub fn load(opts: &LoadOptions) -> Loaded {
     Loaded {
         registry,
         plugins: loaded_plugins,
+        skills: Vec::new(),
+        mcp_sources: Vec::new(),
         warnings,
     }
 }

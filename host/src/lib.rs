@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod config_dir;
 pub mod discovery;
+pub mod mcp;
 pub mod plugins;
 pub mod process;
 pub mod skills;

@@ -1,5 +1,6 @@
 //! The `cst-agent` command line: a thin client of the library.
 
+pub mod mcp;
 pub mod tools;
 
 use std::path::PathBuf;
@@ -34,6 +35,9 @@ pub enum Command {
     /// List and call tools through the registry.
     #[command(subcommand)]
     Tools(tools::ToolsCmd),
+    /// MCP servers from mcp.json files and plugins.
+    #[command(subcommand)]
+    Mcp(mcp::McpCmd),
 }
 
 impl Cli {
@@ -47,5 +51,6 @@ impl Cli {
 pub async fn run(cli: Cli) -> i32 {
     match &cli.command {
         Command::Tools(cmd) => tools::run(&cli, cmd).await,
+        Command::Mcp(cmd) => mcp::run(&cli, cmd).await,
     }
 }
