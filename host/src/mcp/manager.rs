@@ -418,14 +418,12 @@ impl ToolRunner for McpToolRunner {
                 Value::Null => {}
                 other => return Err(failed(format!("arguments must be a JSON object, got {other}"))),
             }
-            // Dropping the call future (timeout, cancellation, the caller going away) makes rmcp
-            // send `notifications/cancelled` for the request (M10).
+            // Dropping the call future (our timeout, or the registry dropping this future when
+            // `ToolContext::cancel` fires or its caller goes away) makes rmcp send
+            // `notifications/cancelled` for the request (M10).
             let request = conn.peer.call_tool(params);
             let outcome = tokio::select! {
                 r = tokio::time::timeout(self.call_timeout, request) => r,
-                _ = call.ctx.cancel.cancelled() => {
-                    return Err(failed(format!("call to {} cancelled; notifications/cancelled sent", call.spec.name)));
-                }
                 _ = conn.gone() => {
                     conn.stderr.settle(Duration::from_millis(500)).await;
                     return Err(failed(self.exited_message(Some(&conn))));
