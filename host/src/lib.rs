@@ -6,6 +6,7 @@ pub mod cli;
 pub mod command_tools;
 pub mod config_dir;
 pub mod discovery;
+pub mod mcp;
 pub mod plugins;
 pub mod process;
 pub mod sandbox;

@@ -1,5 +1,6 @@
 //! The `cst-agent` command line: a thin client of the library.
 
+pub mod mcp;
 pub mod plugins;
 pub mod status;
 pub mod tools;
@@ -40,6 +41,9 @@ pub enum Command {
     /// Install, list and remove plugins; trust the workspace.
     #[command(subcommand)]
     Plugins(plugins::PluginsCmd),
+    /// MCP servers from mcp.json files and plugins.
+    #[command(subcommand)]
+    Mcp(mcp::McpCmd),
     /// The extensions summary (E9), the sandbox (P11) and the trust hint (T1).
     #[command(alias = "doctor")]
     Status,
@@ -57,6 +61,7 @@ pub async fn run(cli: Cli) -> i32 {
     match &cli.command {
         Command::Tools(cmd) => tools::run(&cli, cmd).await,
         Command::Plugins(cmd) => plugins::run(&cli, cmd).await,
+        Command::Mcp(cmd) => mcp::run(&cli, cmd).await,
         Command::Status => status::run(&cli),
     }
 }
