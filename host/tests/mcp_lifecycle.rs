@@ -364,3 +364,29 @@ async fn tool_name_clash_is_refused_with_a_warning() {
     assert!(info.tools.contains(&"mcp__t__fail".to_string()));
     m.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugin_servers_run_in_the_plugin_folder() {
+    // M4: a plugin's servers default to the plugin folder; a relative command with a `/` is
+    // taken from there too.
+    let plugin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(test_server(), plugin.path().join("server-bin")).unwrap();
+    let source = McpSource {
+        file: plugin.path().join("plugin.json"),
+        servers: json!({"p": {"command": "./server-bin"}}),
+        cwd_base: plugin.path().to_path_buf(),
+        default_cwd: plugin.path().to_path_buf(),
+        origin: Origin::Plugin("demo".into()),
+    };
+    let reg = Arc::new(Registry::new());
+    let m = McpManager::new(reg.clone(), parse_sources(&[source], &process_env, &mut Vec::new()));
+    m.start_all();
+    assert!(m.wait_ready(Duration::from_secs(30)).await);
+    let info = m.servers().remove(0);
+    assert_eq!(info.status, ServerStatus::Ready);
+    assert_eq!(info.origin, "plugin demo");
+    let pid = info.pid.unwrap();
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
+    assert_eq!(cwd, plugin.path().canonicalize().unwrap());
+    m.shutdown().await;
+}
