@@ -59,6 +59,7 @@ pub fn load(opts: &LoadOptions) -> Loaded {
     let registry = Arc::new(Registry::new());
     let mut warnings = Vec::new();
     let mut loaded_plugins = Vec::new();
+    crate::builtin_tools::register_builtins(&registry, opts.profile, &mut warnings);
     if opts.profile == ToolsProfile::Default {
         match crate::config_dir::plugins_dir() {
             Ok(dir) => {
@@ -78,6 +79,8 @@ pub fn load(opts: &LoadOptions) -> Loaded {
     Loaded {
         registry,
         plugins: loaded_plugins,
+        skills: Vec::new(),
+        mcp_sources: Vec::new(),
         warnings,
     }
 }

@@ -1,0 +1,3 @@
+pub fn available() -> bool {
+    false
+}
