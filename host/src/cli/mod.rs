@@ -1,5 +1,6 @@
 //! The `cst-agent` command line: a thin client of the library.
 
+pub mod exec;
 pub mod tools;
 
 use std::path::PathBuf;
@@ -34,6 +35,8 @@ pub enum Command {
     /// List and call tools through the registry.
     #[command(subcommand)]
     Tools(tools::ToolsCmd),
+    /// Run one agent turn headless: summary on stderr, final answer (or `--json` events) on stdout.
+    Exec(exec::ExecArgs),
 }
 
 impl Cli {
@@ -47,5 +50,6 @@ impl Cli {
 pub async fn run(cli: Cli) -> i32 {
     match &cli.command {
         Command::Tools(cmd) => tools::run(&cli, cmd).await,
+        Command::Exec(args) => exec::run(&cli, args).await,
     }
 }
