@@ -59,7 +59,12 @@ impl Fixture {
 
     /// Run to completion (killed after 60 s so a hang fails instead of blocking CI).
     fn run(&self, args: &[&str]) -> Output {
-        let child = self.cmd(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let child = self
+            .cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         wait_output(child, Duration::from_secs(60))
     }
 
@@ -103,7 +108,10 @@ fn text(b: &[u8]) -> String {
 fn assert_summary_first(stderr: &str) {
     let first = stderr.lines().next().unwrap_or_default();
     let re = regex::Regex::new(r"^\d+ skills? · \d+ plugins? \(\d+ tools?\) · \d+ MCP servers?$").unwrap();
-    assert!(re.is_match(first), "first stderr line is not the summary (E9): {first:?}\n{stderr}");
+    assert!(
+        re.is_match(first),
+        "first stderr line is not the summary (E9): {first:?}\n{stderr}"
+    );
 }
 
 #[test]
@@ -113,7 +121,11 @@ fn tool_round_trip_answer_and_transcript() {
             "Reading.",
             vec![
                 call("c1", "read_file", json!({"path": "notes.txt"})),
-                call("c2", "write_file", json!({"path": "out/key.txt", "content": format!("key={KEY}"), "api_key": "zzz"})),
+                call(
+                    "c2",
+                    "write_file",
+                    json!({"path": "out/key.txt", "content": format!("key={KEY}"), "api_key": "zzz"}),
+                ),
             ],
         ),
         Reply::text("All done."),
@@ -132,11 +144,22 @@ fn tool_round_trip_answer_and_transcript() {
     assert_eq!(reqs[0].model(), "test-model");
     assert_eq!(reqs[0].authorization.as_deref(), Some(format!("Bearer {KEY}").as_str()));
     let tools = reqs[0].tool_names();
-    for t in ["read_file", "write_file", "edit_file", "list", "grep", "run_shell", "ask_user"] {
+    for t in [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "list",
+        "grep",
+        "run_shell",
+        "ask_user",
+    ] {
         assert!(tools.contains(&t.to_string()), "{t} not offered: {tools:?}");
     }
     let system = reqs[0].messages()[0]["content"].as_str().unwrap().to_string();
-    assert!(system.contains("Use British spelling."), "AGENTS.md not in the system prompt");
+    assert!(
+        system.contains("Use British spelling."),
+        "AGENTS.md not in the system prompt"
+    );
     assert_eq!(reqs[1].tool_result("c1").as_deref(), Some("hello notes\n"));
     // write_file's schema forbids extra keys: the model is told, nothing is written.
     assert!(reqs[1].tool_result("c2").unwrap().contains("invalid arguments"));
@@ -152,20 +175,32 @@ fn tool_round_trip_answer_and_transcript() {
     assert!(t
         .iter()
         .any(|r| r["type"] == "message" && r["role"] == "assistant" && r["content"] == "All done."));
-    let read = t.iter().find(|r| r["type"] == "tool_call" && r["call_id"] == "c1").unwrap();
+    let read = t
+        .iter()
+        .find(|r| r["type"] == "tool_call" && r["call_id"] == "c1")
+        .unwrap();
     assert_eq!(read["tool"], "read_file");
     assert_eq!(read["source"], "builtin:builtin");
     assert_eq!(read["args"], json!({"path": "notes.txt"}));
     assert_eq!(read["result"], "hello notes\n");
     assert_eq!(read["outcome"], "ok");
     assert!(read["duration_ms"].as_f64().unwrap() >= 0.0);
-    let write = t.iter().find(|r| r["type"] == "tool_call" && r["call_id"] == "c2").unwrap();
+    let write = t
+        .iter()
+        .find(|r| r["type"] == "tool_call" && r["call_id"] == "c2")
+        .unwrap();
     assert_eq!(write["outcome"], "error");
     // Secrets never reach the transcript: by value (the API key) and by argument name.
     assert_eq!(write["args"]["content"], "key=[REDACTED]");
     assert_eq!(write["args"]["api_key"], "[REDACTED]");
     let raw = std::fs::read_to_string(
-        std::fs::read_dir(f.ws.path().join(".agent/sessions")).unwrap().next().unwrap().unwrap().path().join("main.jsonl"),
+        std::fs::read_dir(f.ws.path().join(".agent/sessions"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+            .join("main.jsonl"),
     )
     .unwrap();
     assert!(!raw.contains(KEY), "the API key leaked into the transcript");
@@ -254,7 +289,12 @@ fn two_read_calls_in_one_turn_overlap() {
     let f = Fixture::new(&server);
     mkfifo(&f.ws.path().join("fifo1"));
     mkfifo(&f.ws.path().join("fifo2"));
-    let child = f.cmd(&["exec", "read both"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = f
+        .cmd(&["exec", "read both"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let (p1, p2) = (f.ws.path().join("fifo1"), f.ws.path().join("fifo2"));
     let feeder = std::thread::spawn(move || {
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -307,7 +347,9 @@ fn model_401_is_a_clear_error() {
     assert_eq!(server.request_count(), 1, "a 401 must not be retried");
     server.finish();
     let t = f.transcript();
-    assert!(t.iter().any(|r| r["type"] == "error" && r["message"].as_str().unwrap().contains("401")));
+    assert!(t
+        .iter()
+        .any(|r| r["type"] == "error" && r["message"].as_str().unwrap().contains("401")));
 }
 
 #[test]
@@ -321,7 +363,11 @@ fn malformed_stream_and_unreachable_server_are_clear_errors() {
     server.finish();
 
     // A port nobody listens on (bound, then closed).
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let url = format!("http://127.0.0.1:{port}/v1");
     let out = f.run(&["exec", "--base-url", &url, "--model", "m", "hi"]);
     let stderr = text(&out.stderr);
@@ -394,7 +440,12 @@ fn json_output_follows_its_schema() {
 /// Spawn exec, wait until stderr shows `tool <name>` started, send SIGINT, return the output.
 #[cfg(unix)]
 fn interrupt_during_tool(f: &Fixture, args: &[&str], tool: &str) -> (Output, Duration) {
-    let mut child = f.cmd(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = f
+        .cmd(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = mpsc::channel();
     let reader = std::thread::spawn(move || {
@@ -445,7 +496,11 @@ fn assert_cancelled_transcript(f: &Fixture, call_id: &str) {
 #[cfg(unix)]
 #[test]
 fn ctrl_c_cancels_a_blocked_builtin() {
-    let server = ScriptedServer::start(vec![Reply::calls(vec![call("b1", "read_file", json!({"path": "never"}))])]);
+    let server = ScriptedServer::start(vec![Reply::calls(vec![call(
+        "b1",
+        "read_file",
+        json!({"path": "never"}),
+    )])]);
     let f = Fixture::new(&server);
     mkfifo(&f.ws.path().join("never"));
     let (out, _) = interrupt_during_tool(&f, &["exec", "read it"], "read_file");
@@ -512,7 +567,11 @@ fn plugin_json_command_tool_call() {
     let out = f.run(&["exec", "shout hello"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let reqs = server.requests();
-    assert!(reqs[0].tool_names().contains(&"shout".to_string()), "{:?}", reqs[0].tool_names());
+    assert!(
+        reqs[0].tool_names().contains(&"shout".to_string()),
+        "{:?}",
+        reqs[0].tool_names()
+    );
     let result = reqs[1].tool_result("p1").unwrap();
     assert!(result.contains("\"TEXT\":\"HELLO\""), "{result}");
     server.finish();
@@ -572,7 +631,10 @@ fn wasm_tool_call() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let result = server.requests()[1].tool_result("w1").unwrap();
     assert!(!result.starts_with("error:"), "wasm tool failed: {result}");
-    assert!(result.contains('3') || result.contains('2'), "unexpected text-stats result: {result}");
+    assert!(
+        result.contains('3') || result.contains('2'),
+        "unexpected text-stats result: {result}"
+    );
     server.finish();
     let t = f.transcript();
     let c = t.iter().find(|r| r["type"] == "tool_call").unwrap();

@@ -221,6 +221,11 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
     let ctrl_c = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             let _ = ops.send(Op::Cancel);
+            // A second Ctrl-C means "stop now", even if cleanup hangs.
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("interrupted again: exiting without waiting for cleanup");
+                std::process::exit(code::CANCELLED);
+            }
         }
     });
 
@@ -324,7 +329,8 @@ fn print_human(ev: &Event) {
         Event::Warning { message } => eprintln!("warning: {message}"),
         Event::Error { message } => eprintln!("error: {message}"),
         Event::ToolCallStarted { tool, args, .. } => {
-            let mut a = args.to_string();
+            // Argument names that look like credentials are masked on the terminal too.
+            let mut a = crate::transcript::Redactor::default().value(args).to_string();
             if a.len() > 160 {
                 let mut cut = 160;
                 while !a.is_char_boundary(cut) {

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
+use axum::serve::ListenerExt;
 use axum::Router;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
@@ -40,8 +41,14 @@ pub fn call(id: &str, name: &str, args: Value) -> ScriptedCall {
 
 #[derive(Debug, Clone)]
 enum Body_ {
-    Stream { text: String, calls: Vec<ScriptedCall> },
-    Status { code: u16, body: String },
+    Stream {
+        text: String,
+        calls: Vec<ScriptedCall>,
+    },
+    Status {
+        code: u16,
+        body: String,
+    },
     Malformed,
     /// Send one text chunk, then nothing until the client goes away.
     Hang,
@@ -194,7 +201,12 @@ impl ScriptedServer {
                 .build()
                 .expect("runtime");
             rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+                // Without TCP_NODELAY each small SSE chunk waits for the peer's delayed ACK (~40 ms).
+                let listener = tokio::net::TcpListener::from_std(listener)
+                    .expect("listener")
+                    .tap_io(|tcp| {
+                        let _ = tcp.set_nodelay(true);
+                    });
                 let app = Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
                     let st = st.clone();
                     async move { handle(st, method, uri, headers, body).await }
@@ -326,7 +338,11 @@ async fn handle(st: Arc<Mutex<State>>, method: Method, uri: Uri, headers: Header
     match reply.body {
         Body_::Status { code, body } => status(code, &body),
         Body_::Malformed => sse_response(vec!["data: {this is not json\n\n".to_string()], reply.delay, false),
-        Body_::Hang => sse_response(vec![chunk(&model, json!({"content": "thinking"}), None)], reply.delay, true),
+        Body_::Hang => sse_response(
+            vec![chunk(&model, json!({"content": "thinking"}), None)],
+            reply.delay,
+            true,
+        ),
         Body_::Stream { text, calls } => {
             let mut chunks = vec![chunk(&model, json!({"role": "assistant"}), None)];
             // Text in three pieces, tool arguments in two, to exercise reassembly.
@@ -370,7 +386,9 @@ fn status(code: u16, body: &str) -> Response {
     Response::builder()
         .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
         .header("content-type", "application/json")
-        .body(Body::from(json!({"error": {"message": body, "code": code}}).to_string()))
+        .body(Body::from(
+            json!({"error": {"message": body, "code": code}}).to_string(),
+        ))
         .unwrap_or_default()
 }
 
@@ -481,7 +499,9 @@ pub fn check_request(body: &Value, issued: &[String]) -> Vec<String> {
                         v.push(format!("assistant message {i}: malformed tool call {c}"));
                     }
                     if c["function"]["arguments"].as_str().is_none() {
-                        v.push(format!("assistant message {i}: tool call `{id}` arguments are not a string"));
+                        v.push(format!(
+                            "assistant message {i}: tool call `{id}` arguments are not a string"
+                        ));
                     }
                     if !asked.insert(id.clone()) {
                         v.push(format!("tool call id `{id}` used twice"));
@@ -498,7 +518,9 @@ pub fn check_request(body: &Value, issued: &[String]) -> Vec<String> {
                 if let Some(pos) = pending.iter().position(|p| *p == id) {
                     pending.remove(pos);
                 } else if asked.contains(&id) {
-                    v.push(format!("tool call `{id}` answered more than once or not right after its request"));
+                    v.push(format!(
+                        "tool call `{id}` answered more than once or not right after its request"
+                    ));
                 } else {
                     v.push(format!("tool message {i} answers unknown call `{id}`"));
                 }
@@ -517,7 +539,9 @@ pub fn check_request(body: &Value, issued: &[String]) -> Vec<String> {
     }
     for id in issued {
         if !asked.contains(id) {
-            v.push(format!("tool call `{id}` handed out earlier is missing from the history"));
+            v.push(format!(
+                "tool call `{id}` handed out earlier is missing from the history"
+            ));
         }
     }
     if !matches!(prev_role, "user" | "tool") {
@@ -553,9 +577,14 @@ mod tests {
         assert!(check_request(&twice, &[]).iter().any(|v| v.contains("more than once")));
 
         let mut misplaced = ok.clone();
-        misplaced["messages"].as_array_mut().unwrap().insert(3, json!({"role": "user", "content": "?"}));
+        misplaced["messages"]
+            .as_array_mut()
+            .unwrap()
+            .insert(3, json!({"role": "user", "content": "?"}));
         assert!(!check_request(&misplaced, &[]).is_empty());
 
-        assert!(check_request(&ok, &["zzz".into()]).iter().any(|v| v.contains("missing")));
+        assert!(check_request(&ok, &["zzz".into()])
+            .iter()
+            .any(|v| v.contains("missing")));
     }
 }
