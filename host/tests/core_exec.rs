@@ -641,3 +641,33 @@ fn wasm_tool_call() {
     assert_eq!(c["outcome"], "ok");
     assert!(c["source"].as_str().unwrap().starts_with("wasm:"), "{c}");
 }
+
+#[test]
+fn prompt_from_stdin_and_the_minimal_profile() {
+    use std::io::Write;
+    let server = ScriptedServer::start(vec![Reply::text("Hi back.")]);
+    let f = Fixture::new(&server);
+    let mut child = f
+        .cmd(&["--tools", "minimal", "exec"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hello from stdin").unwrap();
+    let out = wait_output(child, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Hi back.\n");
+    let req = &server.requests()[0];
+    assert_eq!(req.messages()[1]["content"], "hello from stdin");
+    let mut tools = req.tool_names();
+    tools.sort();
+    assert_eq!(
+        tools,
+        ["edit_file", "grep", "list", "read_file", "run_shell", "write_file"]
+    );
+    server.finish();
+
+    let out = f.run(&["exec"]);
+    assert_eq!(out.status.code(), Some(2), "an empty prompt is a usage error");
+}
