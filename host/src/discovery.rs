@@ -97,6 +97,7 @@ pub fn load(opts: &LoadOptions) -> Loaded {
         untrusted_hint: None,
         fingerprints: BTreeMap::new(),
     };
+    crate::builtin_tools::register_builtins(&loaded.registry, opts.profile, &mut loaded.warnings);
     if opts.profile == ToolsProfile::Minimal {
         return loaded;
     }

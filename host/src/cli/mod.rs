@@ -1,5 +1,6 @@
 //! The `cst-agent` command line: a thin client of the library.
 
+pub mod exec;
 pub mod mcp;
 pub mod plugins;
 pub mod status;
@@ -38,6 +39,8 @@ pub enum Command {
     /// List and call tools through the registry.
     #[command(subcommand)]
     Tools(tools::ToolsCmd),
+    /// Run one agent turn headless: summary on stderr, final answer (or `--json` events) on stdout.
+    Exec(exec::ExecArgs),
     /// Install, list and remove plugins; trust the workspace.
     #[command(subcommand)]
     Plugins(plugins::PluginsCmd),
@@ -60,6 +63,7 @@ impl Cli {
 pub async fn run(cli: Cli) -> i32 {
     match &cli.command {
         Command::Tools(cmd) => tools::run(&cli, cmd).await,
+        Command::Exec(args) => exec::run(&cli, args).await,
         Command::Plugins(cmd) => plugins::run(&cli, cmd).await,
         Command::Mcp(cmd) => mcp::run(&cli, cmd).await,
         Command::Status => status::run(&cli),
