@@ -17,11 +17,6 @@ use serde_json::{json, Value};
 const CALLS: usize = 1000;
 const READY_ROUNDS: usize = 5;
 
-#[allow(dead_code)]
-fn main() {
-    run();
-}
-
 pub fn run() {
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,

@@ -581,19 +581,16 @@ fn plugin_json_command_tool_call() {
     assert!(c["source"].as_str().unwrap().starts_with("command:"), "{c}");
 }
 
-/// A wasm component tool (the `text-stats` example plugin) called by the model. Skipped with a
-/// message only when the example plugin has not been built.
+/// A wasm component tool (the `text-stats` example plugin) called by the model.
 #[test]
 fn wasm_tool_call() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let plugin_dir = root.join("example-plugins/text-stats");
-    if !plugin_dir.join("text_stats.wasm").is_file() {
-        println!(
-            "SKIPPED wasm_tool_call: {} is not built (build the example plugins first)",
-            plugin_dir.join("text_stats.wasm").display()
-        );
-        return;
-    }
+    assert!(
+        plugin_dir.join("text-stats.wasm").is_file(),
+        "{} is not built: run `bash example-plugins/build.sh` first",
+        plugin_dir.join("text-stats.wasm").display()
+    );
     // Install first, then learn the tool's name and schema from `tools list --json`.
     let probe = ScriptedServer::start(vec![]);
     let f = Fixture::new(&probe);

@@ -115,31 +115,6 @@ fn status_of(end: &TurnEnd) -> (&'static str, i32) {
     }
 }
 
-/// The E9 summary line. Local count for now: replace with the extensions work's summary
-/// function when it lands (this is the one spot that prints it).
-pub fn summary_line(loaded: &Loaded) -> String {
-    fn n(count: usize, one: &str, many: &str) -> String {
-        format!("{count} {}", if count == 1 { one } else { many })
-    }
-    let plugin_tools: usize = loaded.plugins.iter().map(|p| p.tools.len()).sum();
-    let mcp_servers: usize = loaded
-        .mcp_sources
-        .iter()
-        .map(|s| s.servers.as_object().map_or(0, |o| o.len()))
-        .sum();
-    format!(
-        "{} · {} ({}) · {}",
-        n(loaded.skills.len(), "skill", "skills"),
-        n(loaded.plugins.len(), "plugin", "plugins"),
-        n(plugin_tools, "tool", "tools"),
-        n(mcp_servers, "MCP server", "MCP servers")
-    )
-}
-
-/// M7: the single spot where a headless run waits (up to [`MCP_STARTUP_WAIT`]) for MCP servers
-/// that are still starting. After the MCP work is merged: `manager.wait_ready(MCP_STARTUP_WAIT)`.
-async fn wait_for_mcp_servers(_loaded: &Loaded) {}
-
 fn read_prompt(arg: &Option<String>) -> Result<String, String> {
     let text = match arg.as_deref() {
         Some(p) if p != "-" => p.to_string(),
@@ -195,11 +170,17 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         workspace: workspace.clone(),
         profile: cli.tools,
     });
-    eprintln!("{}", summary_line(&loaded));
+    eprintln!("{}", discovery::summary_line(&loaded));
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }
-    wait_for_mcp_servers(&loaded).await;
+    // M7: a headless run waits (up to 30 s) for MCP servers that are still starting.
+    let mut mcp_warnings = Vec::new();
+    let mcp = crate::mcp::start(loaded.registry.clone(), &loaded.mcp_sources, &mut mcp_warnings);
+    mcp.wait_ready(MCP_STARTUP_WAIT).await;
+    for w in mcp_warnings.into_iter().chain(mcp.warnings()) {
+        eprintln!("warning: {w}");
+    }
 
     let system_prompt = core::prompt::system_prompt(&workspace, &loaded.skills);
     let mut session = core::spawn(SessionConfig {
@@ -257,6 +238,7 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         }
     }
     ctrl_c.abort();
+    mcp.shutdown().await;
     exit
 }
 

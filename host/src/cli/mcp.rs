@@ -4,7 +4,7 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 
 use super::{exit, Cli};
-use crate::discovery::{self, LoadOptions, Loaded, McpSource, Origin, ToolsProfile};
+use crate::discovery::{self, LoadOptions, Loaded};
 use crate::mcp::{self, McpManager};
 
 #[derive(Debug, Subcommand)]
@@ -16,31 +16,11 @@ pub enum McpCmd {
     },
 }
 
-/// The mcp.json sources of the session. Discovery supplies them (E5, plugins); until it does
-/// on this branch, `<config>/mcp.json` is read here (only with `--tools default`, E1).
-pub fn session_sources(loaded: &Loaded, cli: &Cli) -> Vec<McpSource> {
-    if !loaded.mcp_sources.is_empty() || cli.tools == ToolsProfile::Minimal {
-        return loaded.mcp_sources.clone();
-    }
-    let Ok(dir) = crate::config_dir::config_dir() else {
-        return Vec::new();
-    };
-    match mcp::read_mcp_json(&dir.join("mcp.json"), Origin::ConfigDir, &cli.workspace_dir()) {
-        Ok(Some(s)) => vec![s],
-        Ok(None) => Vec::new(),
-        Err(e) => {
-            eprintln!("warning: {e}");
-            Vec::new()
-        }
-    }
-}
-
 /// Start the session's MCP servers into `loaded.registry` and wait for them, up to the start
 /// timeout (headless runs wait, M7). Warnings go to stderr.
-pub async fn start_and_wait(loaded: &Loaded, cli: &Cli) -> McpManager {
-    let sources = session_sources(loaded, cli);
+pub async fn start_and_wait(loaded: &Loaded) -> McpManager {
     let mut warnings = Vec::new();
-    let manager = mcp::start(loaded.registry.clone(), &sources, &mut warnings);
+    let manager = mcp::start(loaded.registry.clone(), &loaded.mcp_sources, &mut warnings);
     manager.wait_ready(manager.max_start_timeout()).await;
     warnings.extend(manager.warnings());
     for w in warnings {
@@ -57,7 +37,7 @@ pub async fn run(cli: &Cli, cmd: &McpCmd) -> i32 {
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }
-    let manager = start_and_wait(&loaded, cli).await;
+    let manager = start_and_wait(&loaded).await;
     let servers = manager.servers();
     match cmd {
         McpCmd::List { json } => {

@@ -36,9 +36,9 @@ pub async fn run(cli: &Cli, cmd: &ToolsCmd) -> i32 {
     }
     // MCP servers are started (and waited for) only when MCP tools are wanted.
     let mcp = match cmd {
-        ToolsCmd::List { .. } => Some(super::mcp::start_and_wait(&loaded, cli).await),
+        ToolsCmd::List { .. } => Some(super::mcp::start_and_wait(&loaded).await),
         ToolsCmd::Call { name, .. } if name.starts_with("mcp__") => {
-            Some(super::mcp::start_and_wait(&loaded, cli).await)
+            Some(super::mcp::start_and_wait(&loaded).await)
         }
         ToolsCmd::Call { .. } => None,
     };
