@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::Cli;
 use crate::approvals::ApprovalMode;
 use crate::core::{self, Event, Op, SessionConfig, TurnEnd, DEFAULT_MAX_STEPS};
-use crate::discovery::{self, LoadOptions, Loaded};
+use crate::discovery::{self, LoadOptions};
 use crate::model::{ModelClient, ModelConfig, ModelOverrides};
 
 /// Exit codes of `exec` (documented in docs/headless.md).
