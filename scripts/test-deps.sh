@@ -25,4 +25,4 @@ if [ ! -x "$PYVENV/bin/componentize-py" ]; then
 fi
 
 bash example-plugins/build.sh
-PYTHON="$PYVENV/bin/python" bash example-plugins/csv-summary/build.sh
+PYTHON="$PWD/$PYVENV/bin/python" bash example-plugins/csv-summary/build.sh
