@@ -1,6 +1,9 @@
 //! `cargo bench -p cst-agent --bench tools` — prints one table of measurements. Each area adds a
 //! section file here (`mod <area>_section;`) with a `run(&Bench)` that adds rows.
 
+mod core_section;
+mod ext_section;
+mod mcp_section;
 mod wasm_section;
 
 use std::time::Duration;
@@ -54,6 +57,10 @@ fn main() {
     };
     eprintln!("running bench sections...");
     wasm_section::run(&bench);
+    // The other sections print their own tables.
+    ext_section::run();
+    mcp_section::run();
+    core_section::run();
 
     let rows = bench.rows.into_inner().unwrap_or_else(|e| e.into_inner());
     let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(6).max(6);

@@ -18,9 +18,15 @@ pub enum PluginsCmd {
     },
     /// Remove an installed plugin.
     Remove { name: String },
+    /// `plugins trust` / `plugins untrust` (T2).
+    #[command(flatten)]
+    Trust(super::trust::TrustCmd),
 }
 
 pub async fn run(cli: &Cli, cmd: &PluginsCmd) -> i32 {
+    if let PluginsCmd::Trust(t) = cmd {
+        return super::trust::run(cli, *t);
+    }
     let plugins_dir = match crate::config_dir::plugins_dir() {
         Ok(d) => d,
         Err(e) => {
@@ -68,5 +74,6 @@ pub async fn run(cli: &Cli, cmd: &PluginsCmd) -> i32 {
                 exit::USAGE
             }
         },
+        PluginsCmd::Trust(_) => unreachable!("handled above"),
     }
 }

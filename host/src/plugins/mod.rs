@@ -40,8 +40,18 @@ pub fn load_plugin_dir(
         manifest,
         tools: Vec::new(),
     };
+    // The wasm part first: its errors (e.g. an unknown capability) fail the plugin before any
+    // tool is registered.
     let wasm_tools = register_wasm_tools(&loaded, registry, warnings)?;
     loaded.tools.extend(wasm_tools);
+    // Command tools (P1–P12); POSIX only, skipped with one message elsewhere.
+    loaded.tools.extend(crate::command_tools::register_all(
+        &loaded.manifest,
+        &loaded.dir,
+        &loaded.file,
+        registry,
+        warnings,
+    ));
     Ok(loaded)
 }
 

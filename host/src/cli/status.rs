@@ -1,0 +1,23 @@
+//! `cst-agent status` (alias `doctor`): the E9 summary line, the sandbox (P11) and, for an
+//! untrusted workspace with `.agent/plugins` or `.agent/mcp.json`, the T1 hint.
+
+use super::{exit, Cli};
+use crate::discovery::{self, LoadOptions};
+
+pub fn run(cli: &Cli) -> i32 {
+    let workspace = cli.workspace_dir();
+    let loaded = discovery::load(&LoadOptions {
+        workspace: workspace.clone(),
+        profile: cli.tools,
+    });
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    println!("{}", discovery::summary_line(&loaded));
+    println!("workspace: {}", workspace.display());
+    println!("sandbox: {}", crate::sandbox::status());
+    if let Some(hint) = &loaded.untrusted_hint {
+        println!("{hint}");
+    }
+    exit::OK
+}
