@@ -60,14 +60,28 @@ pub fn run(b: &Bench) {
     load_plugin_dir(&installed.dir, &registry, &mut warnings).expect("load");
     let ctx = ToolContext::new(ws.clone());
 
-    // 1. Warm call through the registry (lookup, schema validation, fresh Store, instantiate, call).
+    // 1. Warm call through the registry (lookup, schema validation, fresh Store, instantiate,
+    // call) of a tiny tool: test-bad-tools' `good_tool` returns a constant, no I/O, no log.
+    let tiny = tmp.path().join("src/tiny");
+    std::fs::create_dir_all(&tiny).expect("src");
+    std::fs::copy(built("test_bad_tools"), tiny.join("tiny.wasm")).expect("copy");
+    std::fs::write(
+        tiny.join("plugin.json"),
+        json!({"name": "tiny", "wasm": "tiny.wasm"}).to_string(),
+    )
+    .expect("plugin.json");
+    let tiny_dir =
+        b.rt.block_on(install::install(&tiny, &plugins_dir, &ws))
+            .expect("install tiny")
+            .dir;
+    load_plugin_dir(&tiny_dir, &registry, &mut warnings).expect("load tiny");
     let args = json!({"text": "{\"hello\":\"world\"}"});
     let n = 3000;
     let mut samples = Vec::with_capacity(n);
     b.rt.block_on(async {
         for i in 0..n + 300 {
             let t = Instant::now();
-            let r = registry.call("hostile_echo", args.clone(), &ctx).await;
+            let r = registry.call("good_tool", args.clone(), &ctx).await;
             let d = t.elapsed();
             assert!(r.is_ok(), "{r:?}");
             if i >= 300 {
@@ -182,6 +196,7 @@ pub fn run(b: &Bench) {
         b.rt.block_on(install::install(&examples().join("text-stats"), &plugins_dir, &ws))
             .expect("install text-stats");
     std::fs::remove_dir_all(&installed.dir).expect("remove hostile copy");
+    std::fs::remove_dir_all(&tiny_dir).expect("remove tiny");
     for i in 0..50 {
         let name = format!("stats-{i:02}");
         let dir = plugins_dir.join(&name);
