@@ -4,6 +4,7 @@ fn main() {
     let cli = cst_agent::cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("CST_LOG").unwrap_or_else(|_| "warn".into()))
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
