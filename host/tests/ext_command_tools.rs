@@ -105,6 +105,8 @@ fn p10_nonzero_exit_is_a_failure_with_the_output_and_code() {
     assert!(err.contains("partial\noops") && err.contains("exit code 7"), "{err}");
 }
 
+// Survivors are found through /proc.
+#[cfg(target_os = "linux")]
 #[test]
 fn p7_timeout_is_124_and_the_group_is_gone() {
     let env = Env::new();
