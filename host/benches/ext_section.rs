@@ -9,11 +9,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-#[allow(dead_code)]
-fn main() {
-    run();
-}
-
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]

@@ -97,6 +97,7 @@ pub fn load(opts: &LoadOptions) -> Loaded {
         untrusted_hint: None,
         fingerprints: BTreeMap::new(),
     };
+    crate::builtin_tools::register_builtins(&loaded.registry, opts.profile, &mut loaded.warnings);
     if opts.profile == ToolsProfile::Minimal {
         return loaded;
     }
@@ -219,38 +220,10 @@ fn load_plugins_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec
 }
 
 fn push_mcp_json(file: &Path, origin: Origin, ws: &Path, out: &mut Vec<McpSource>, warnings: &mut Vec<String>) {
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-        Err(e) => {
-            warnings.push(format!("{}: cannot read: {e}", file.display()));
-            return;
-        }
-    };
-    let value: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
-        Err(e) => {
-            warnings.push(format!(
-                "{}:{}:{}: not valid JSON ({e}) (M1)",
-                file.display(),
-                e.line(),
-                e.column()
-            ));
-            return;
-        }
-    };
-    match value.get("mcpServers") {
-        Some(s) if s.is_object() => out.push(McpSource {
-            file: file.to_path_buf(),
-            servers: s.clone(),
-            cwd_base: ws.to_path_buf(),
-            default_cwd: ws.to_path_buf(),
-            origin,
-        }),
-        _ => warnings.push(format!(
-            "{}: no `mcpServers` object (M1: {{\"mcpServers\": {{NAME: {{...}}}}}})",
-            file.display()
-        )),
+    match crate::mcp::read_mcp_json(file, origin, ws) {
+        Ok(Some(source)) => out.push(source),
+        Ok(None) => {}
+        Err(e) => warnings.push(e),
     }
 }
 

@@ -1,5 +1,8 @@
 //! The `cst-agent` command line: a thin client of the library.
 
+pub mod exec;
+pub mod mcp;
+pub mod plugins;
 pub mod status;
 pub mod tools;
 pub mod trust;
@@ -36,12 +39,17 @@ pub enum Command {
     /// List and call tools through the registry.
     #[command(subcommand)]
     Tools(tools::ToolsCmd),
+    /// Run one agent turn headless: summary on stderr, final answer (or `--json` events) on stdout.
+    Exec(exec::ExecArgs),
+    /// Install, list and remove plugins; trust the workspace.
+    #[command(subcommand)]
+    Plugins(plugins::PluginsCmd),
+    /// MCP servers from mcp.json files and plugins.
+    #[command(subcommand)]
+    Mcp(mcp::McpCmd),
     /// The extensions summary (E9), the sandbox (P11) and the trust hint (T1).
     #[command(alias = "doctor")]
     Status,
-    /// Workspace trust (T2). Temporary top-level home of `plugins trust|untrust`.
-    #[command(flatten)]
-    Trust(trust::TrustCmd),
 }
 
 impl Cli {
@@ -55,7 +63,9 @@ impl Cli {
 pub async fn run(cli: Cli) -> i32 {
     match &cli.command {
         Command::Tools(cmd) => tools::run(&cli, cmd).await,
+        Command::Exec(args) => exec::run(&cli, args).await,
+        Command::Plugins(cmd) => plugins::run(&cli, cmd).await,
+        Command::Mcp(cmd) => mcp::run(&cli, cmd).await,
         Command::Status => status::run(&cli),
-        Command::Trust(cmd) => trust::run(&cli, *cmd),
     }
 }

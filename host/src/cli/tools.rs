@@ -34,6 +34,22 @@ pub async fn run(cli: &Cli, cmd: &ToolsCmd) -> i32 {
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }
+    // MCP servers are started (and waited for) only when MCP tools are wanted.
+    let mcp = match cmd {
+        ToolsCmd::List { .. } => Some(super::mcp::start_and_wait(&loaded).await),
+        ToolsCmd::Call { name, .. } if name.starts_with("mcp__") => {
+            Some(super::mcp::start_and_wait(&loaded).await)
+        }
+        ToolsCmd::Call { .. } => None,
+    };
+    let code = run_cmd(cmd, &loaded, workspace).await;
+    if let Some(mcp) = mcp {
+        mcp.shutdown().await;
+    }
+    code
+}
+
+async fn run_cmd(cmd: &ToolsCmd, loaded: &discovery::Loaded, workspace: std::path::PathBuf) -> i32 {
     match cmd {
         ToolsCmd::List { json } => {
             let specs = loaded.registry.specs();

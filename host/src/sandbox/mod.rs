@@ -32,6 +32,11 @@ impl fmt::Display for SandboxStatus {
     }
 }
 
+/// Whether shell commands can run sandboxed here (the approval gate's question, P11).
+pub fn available() -> bool {
+    status().available()
+}
+
 /// Ask the kernel which sandbox it offers.
 pub fn status() -> SandboxStatus {
     #[cfg(target_os = "linux")]

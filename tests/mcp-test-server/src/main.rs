@@ -1,1 +1,224 @@
-fn main() {}
+//! `cst-mcp-test-server`: a stdio MCP server that the cst-agent tests drive.
+//!
+//! Modes (first argument):
+//! - (none) / `serve`: a normal server.
+//! - `garbage`: prints lines that are not JSON-RPC on stdout before the handshake.
+//! - `never-init`: reads stdin but never answers `initialize`, and ignores EOF (start timeout).
+//!
+//! Environment:
+//! - `CST_TEST_TOOLS`: number of `filler_NN` tools (default 23, so the list needs 3 pages of 10).
+//! - `CST_TEST_CANCEL_MARKER`: file the `slow` tool writes when it sees `notifications/cancelled`.
+//! - `CST_TEST_VARIANT_FILE`: file whose trimmed content `X` adds a tool `variant_X` (reload tests).
+//! - `CST_TEST_STDERR`: a line printed on stderr at start.
+//!
+//! Only JSON-RPC goes to stdout (except in `garbage` mode); logs go to stderr.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Value};
+
+const PAGE: usize = 10;
+/// Base64 of 12 bytes (a PNG signature and the start of an IHDR length).
+const IMAGE_B64: &str = "iVBORw0KGgoAAAAN";
+
+#[derive(Clone)]
+struct TestServer {
+    tools: Arc<Vec<Tool>>,
+}
+
+fn schema(v: Value) -> JsonObject {
+    match v {
+        Value::Object(m) => m,
+        _ => JsonObject::new(),
+    }
+}
+
+fn tool(name: &str, desc: &str, input: Value) -> Tool {
+    Tool::new(name.to_string(), desc.to_string(), Arc::new(schema(input)))
+}
+
+fn build_tools() -> Vec<Tool> {
+    let empty = json!({"type": "object", "properties": {}});
+    let mut tools = vec![
+        tool(
+            "echo",
+            "Echo the text back",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+        ),
+        tool(
+            "add",
+            "Add two integers; the result is structured content only",
+            json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                   "required": ["a", "b"]}),
+        ),
+        tool("image", "Return a small PNG image", empty.clone()),
+        tool("fail", "Always fails with isError", empty.clone()),
+        tool(
+            "slow",
+            "Sleep `secs` seconds; records cancellation",
+            json!({"type": "object", "properties": {"secs": {"type": "number"}}, "required": ["secs"]}),
+        ),
+        tool("crash", "Exit the process in the middle of the call", empty.clone()),
+        tool("pid", "Return the server's process id", empty.clone()),
+        tool(
+            "grandchild",
+            "Start a `sleep 300` child and return its pid",
+            empty.clone(),
+        ),
+        tool("dotted.name", "A tool name with a dot", empty.clone()),
+        tool(
+            "a_tool_name_that_is_long_enough_to_overflow_sixty_three_bytes_with_prefix",
+            "A long tool name",
+            empty.clone(),
+        ),
+    ];
+    let fillers: usize = std::env::var("CST_TEST_TOOLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(13);
+    for i in 0..fillers {
+        tools.push(tool(&format!("filler_{i:02}"), "A filler tool", empty.clone()));
+    }
+    if let Ok(path) = std::env::var("CST_TEST_VARIANT_FILE") {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            let v = text.trim();
+            if !v.is_empty() {
+                tools.push(tool(&format!("variant_{v}"), "Present for one variant", empty));
+            }
+        }
+    }
+    tools
+}
+
+fn text_result(text: impl Into<String>) -> Result<CallToolResponse, McpError> {
+    Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("cst-mcp-test-server", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        // Pagination by hand: the cursor is the index of the first tool of the page.
+        let start: usize = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(c) => c
+                .parse()
+                .map_err(|_| McpError::invalid_params(format!("bad cursor {c}"), None))?,
+        };
+        let end = (start + PAGE).min(self.tools.len());
+        let page = self.tools.get(start..end).unwrap_or_default().to_vec();
+        let mut result = ListToolsResult::with_all_items(page);
+        if end < self.tools.len() {
+            result.next_cursor = Some(end.to_string());
+        }
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = request.arguments.unwrap_or_default();
+        match request.name.as_ref() {
+            "echo" => text_result(format!(
+                "echo: {}",
+                args.get("text").and_then(Value::as_str).unwrap_or("")
+            )),
+            "add" => {
+                let a = args.get("a").and_then(Value::as_i64).unwrap_or(0);
+                let b = args.get("b").and_then(Value::as_i64).unwrap_or(0);
+                let mut r = CallToolResult::success(vec![]);
+                r.structured_content = Some(json!({"sum": a + b}));
+                Ok(r.into())
+            }
+            "image" => Ok(CallToolResult::success(vec![
+                ContentBlock::text("here is an image"),
+                ContentBlock::image(IMAGE_B64, "image/png"),
+            ])
+            .into()),
+            "fail" => Ok(CallToolResult::error(vec![ContentBlock::text("it failed on purpose")]).into()),
+            "slow" => {
+                let secs = args.get("secs").and_then(Value::as_f64).unwrap_or(10.0);
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs_f64(secs)) => text_result(format!("slept {secs} s")),
+                    _ = cx.ct.cancelled() => {
+                        if let Ok(marker) = std::env::var("CST_TEST_CANCEL_MARKER") {
+                            let _ = std::fs::write(marker, "cancelled");
+                        }
+                        eprintln!("slow: cancelled by the client");
+                        text_result("cancelled")
+                    }
+                }
+            }
+            "crash" => {
+                eprintln!("crashing on purpose in the middle of a call");
+                std::process::exit(3);
+            }
+            "pid" => text_result(std::process::id().to_string()),
+            "grandchild" => match std::process::Command::new("sleep").arg("300").spawn() {
+                // Not waited for: it must die with the process group.
+                Ok(child) => text_result(child.id().to_string()),
+                Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!("spawn sleep: {e}"))]).into()),
+            },
+            other => {
+                if self.tools.iter().any(|t| t.name == other) {
+                    text_result(format!("{other} ok"))
+                } else {
+                    Err(McpError::invalid_params(format!("unknown tool {other}"), None))
+                }
+            }
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "serve".into());
+    if let Ok(line) = std::env::var("CST_TEST_STDERR") {
+        eprintln!("{line}");
+    }
+    match mode.as_str() {
+        "never-init" => {
+            eprintln!("never-init: reading stdin, never answering");
+            // Drain stdin without answering, and stay alive after EOF: only a kill stops us.
+            std::thread::spawn(|| {
+                let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+            });
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        "garbage" => {
+            let mut out = std::io::stdout();
+            writeln!(out, "Starting the test server... this line is not JSON-RPC")?;
+            writeln!(out)?;
+            writeln!(out, "== banner ==")?;
+            out.flush()?;
+        }
+        "serve" => {}
+        other => anyhow::bail!("unknown mode {other}"),
+    }
+    let server = TestServer {
+        tools: Arc::new(build_tools()),
+    };
+    let running = server.serve(rmcp::transport::stdio()).await?;
+    running.waiting().await?;
+    eprintln!("stdin closed, bye");
+    Ok(())
+}

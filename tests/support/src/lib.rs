@@ -1,1 +1,590 @@
 //! Test helpers shared by the host tests.
+//!
+//! [`ScriptedServer`] is a real HTTP server on loopback speaking the Chat Completions API with
+//! SSE streaming. It answers each request with the next scripted [`Reply`] (text, tool calls,
+//! an HTTP status, a malformed or slow stream) and checks every request it receives:
+//! every tool call it handed out answered exactly once, roles in a valid order, tool results
+//! right after the assistant message that asked for them. A broken invariant fails the test
+//! (at [`ScriptedServer::finish`], or when the server is dropped).
+
+use std::collections::{HashMap, HashSet};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::Response;
+use axum::serve::ListenerExt;
+use axum::Router;
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+
+/// One tool call the scripted model makes.
+#[derive(Debug, Clone)]
+pub struct ScriptedCall {
+    pub id: String,
+    pub name: String,
+    /// Sent as JSON text, split over two chunks.
+    pub arguments: String,
+}
+
+/// A tool call with JSON arguments.
+pub fn call(id: &str, name: &str, args: Value) -> ScriptedCall {
+    ScriptedCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: args.to_string(),
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Body_ {
+    Stream {
+        text: String,
+        calls: Vec<ScriptedCall>,
+    },
+    Status {
+        code: u16,
+        body: String,
+    },
+    Malformed,
+    /// Send one text chunk, then nothing until the client goes away.
+    Hang,
+}
+
+/// What the scripted model answers to one request.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    body: Body_,
+    delay: Duration,
+}
+
+impl Reply {
+    /// A final answer (no tool calls).
+    pub fn text(text: &str) -> Self {
+        Self::text_and_calls(text, Vec::new())
+    }
+
+    /// Tool calls (no text).
+    pub fn calls(calls: Vec<ScriptedCall>) -> Self {
+        Self::text_and_calls("", calls)
+    }
+
+    pub fn text_and_calls(text: &str, calls: Vec<ScriptedCall>) -> Self {
+        Self {
+            body: Body_::Stream {
+                text: text.into(),
+                calls,
+            },
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// An HTTP error status with a body.
+    pub fn status(code: u16, body: &str) -> Self {
+        Self {
+            body: Body_::Status {
+                code,
+                body: body.into(),
+            },
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// A 200 stream whose data line is not JSON.
+    pub fn malformed() -> Self {
+        Self {
+            body: Body_::Malformed,
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// A stream that starts and never ends (for cancellation tests).
+    pub fn hang() -> Self {
+        Self {
+            body: Body_::Hang,
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// Wait `delay` before each chunk.
+    pub fn slow(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+}
+
+/// One request as received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub path: String,
+    pub authorization: Option<String>,
+    pub body: Value,
+    pub at: Instant,
+}
+
+impl Recorded {
+    pub fn model(&self) -> &str {
+        self.body["model"].as_str().unwrap_or_default()
+    }
+
+    pub fn messages(&self) -> Vec<Value> {
+        self.body["messages"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Names of the tools offered.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.body["tools"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The content of the tool message answering `call_id`.
+    pub fn tool_result(&self, call_id: &str) -> Option<String> {
+        self.messages()
+            .iter()
+            .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+            .and_then(|m| m["content"].as_str().map(str::to_string))
+    }
+}
+
+#[derive(Default)]
+struct State {
+    script: Vec<Reply>,
+    next: usize,
+    requests: Vec<Recorded>,
+    violations: Vec<String>,
+    /// Tool call ids handed out so far.
+    issued: Vec<String>,
+    /// Keep request bodies (off for long benchmarks).
+    record: bool,
+}
+
+/// The scripted Chat Completions server. Runs on its own thread and runtime, so it works from
+/// plain `#[test]`s that spawn `cst-agent`.
+pub struct ScriptedServer {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    checked: bool,
+}
+
+impl ScriptedServer {
+    /// Start a server that answers requests with `script`, in order.
+    pub fn start(script: Vec<Reply>) -> Self {
+        Self::start_with(script, true)
+    }
+
+    /// Same; `record` = false keeps no request bodies (invariants are still checked).
+    pub fn start_with(script: Vec<Reply>, record: bool) -> Self {
+        let state = Arc::new(Mutex::new(State {
+            script,
+            record,
+            ..State::default()
+        }));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let (tx, rx) = oneshot::channel::<()>();
+        let st = state.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                // Without TCP_NODELAY each small SSE chunk waits for the peer's delayed ACK (~40 ms).
+                let listener = tokio::net::TcpListener::from_std(listener)
+                    .expect("listener")
+                    .tap_io(|tcp| {
+                        let _ = tcp.set_nodelay(true);
+                    });
+                let app = Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+                    let st = st.clone();
+                    async move { handle(st, method, uri, headers, body).await }
+                });
+                tokio::select! {
+                    _ = axum::serve(listener, app) => {}
+                    _ = rx => {}
+                }
+            });
+            // Dropping the runtime ends hanging streams.
+            rt.shutdown_timeout(Duration::from_millis(100));
+        });
+        Self {
+            addr,
+            state,
+            shutdown: Some(tx),
+            thread: Some(thread),
+            checked: false,
+        }
+    }
+
+    /// Base URL to configure as the model's `base_url` (ends in `/v1`).
+    pub fn url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.lock().requests.clone()
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.lock().next
+    }
+
+    pub fn violations(&self) -> Vec<String> {
+        self.lock().violations.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Fail the test if any request broke an invariant or if scripted replies were not used.
+    pub fn finish(mut self) {
+        self.checked = true;
+        let st = self.lock();
+        let mut problems = st.violations.clone();
+        if st.next < st.script.len() {
+            problems.push(format!(
+                "only {} of {} scripted replies were requested",
+                st.next,
+                st.script.len()
+            ));
+        }
+        drop(st);
+        assert!(problems.is_empty(), "scripted model server: {}", problems.join("\n"));
+    }
+
+    /// Like [`ScriptedServer::finish`] but unused replies are fine (a run that stopped early).
+    pub fn finish_allow_unused(mut self) {
+        self.checked = true;
+        let v = self.violations();
+        assert!(v.is_empty(), "scripted model server: {}", v.join("\n"));
+    }
+}
+
+impl Drop for ScriptedServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if !self.checked && !std::thread::panicking() {
+            let v = self.violations();
+            assert!(v.is_empty(), "scripted model server: {}", v.join("\n"));
+        }
+    }
+}
+
+async fn handle(st: Arc<Mutex<State>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let path = uri.path().to_string();
+    let parsed: Result<Value, _> = serde_json::from_slice(&body);
+    let reply = {
+        let mut s = st.lock().unwrap_or_else(|e| e.into_inner());
+        let n = s.next;
+        if method != Method::POST || !path.ends_with("/chat/completions") {
+            s.violations.push(format!("request #{n}: unexpected {method} {path}"));
+            return status(404, "not found");
+        }
+        let body = match parsed {
+            Ok(v) => v,
+            Err(e) => {
+                s.violations.push(format!("request #{n}: body is not JSON: {e}"));
+                return status(400, "bad json");
+            }
+        };
+        for v in check_request(&body, &s.issued) {
+            s.violations.push(format!("request #{n}: {v}"));
+        }
+        let rec = Recorded {
+            path,
+            authorization: headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            body: if s.record { body.clone() } else { Value::Null },
+            at: Instant::now(),
+        };
+        s.requests.push(rec);
+        s.next += 1;
+        match s.script.get(n).cloned() {
+            Some(r) => {
+                if let Body_::Stream { calls, .. } = &r.body {
+                    s.issued.extend(calls.iter().map(|c| c.id.clone()));
+                }
+                (r, body["model"].as_str().unwrap_or_default().to_string())
+            }
+            None => {
+                let m = s.script.len();
+                s.violations
+                    .push(format!("request #{n}: unexpected, the script has only {m} replies"));
+                return status(500, "script exhausted");
+            }
+        }
+    };
+    let (reply, model) = reply;
+    match reply.body {
+        Body_::Status { code, body } => status(code, &body),
+        Body_::Malformed => sse_response(vec!["data: {this is not json\n\n".to_string()], reply.delay, false),
+        Body_::Hang => sse_response(
+            vec![chunk(&model, json!({"content": "thinking"}), None)],
+            reply.delay,
+            true,
+        ),
+        Body_::Stream { text, calls } => {
+            let mut chunks = vec![chunk(&model, json!({"role": "assistant"}), None)];
+            // Text in three pieces, tool arguments in two, to exercise reassembly.
+            let chars: Vec<char> = text.chars().collect();
+            for piece in chars.chunks(chars.len().div_ceil(3).max(1)) {
+                let s: String = piece.iter().collect();
+                chunks.push(chunk(&model, json!({"content": s}), None));
+            }
+            for (i, c) in calls.iter().enumerate() {
+                let mut cut = c.arguments.len() / 2;
+                while !c.arguments.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                chunks.push(chunk(
+                    &model,
+                    json!({"tool_calls": [{"index": i, "id": c.id, "type": "function",
+                        "function": {"name": c.name, "arguments": &c.arguments[..cut]}}]}),
+                    None,
+                ));
+                chunks.push(chunk(
+                    &model,
+                    json!({"tool_calls": [{"index": i, "function": {"arguments": &c.arguments[cut..]}}]}),
+                    None,
+                ));
+            }
+            let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
+            chunks.push(chunk(&model, json!({}), Some(finish)));
+            chunks.push("data: [DONE]\n\n".into());
+            sse_response(chunks, reply.delay, false)
+        }
+    }
+}
+
+fn chunk(model: &str, delta: Value, finish: Option<&str>) -> String {
+    let v = json!({"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0, "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    format!("data: {v}\n\n")
+}
+
+fn status(code: u16, body: &str) -> Response {
+    Response::builder()
+        .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header("content-type", "application/json")
+        .body(Body::from(
+            json!({"error": {"message": body, "code": code}}).to_string(),
+        ))
+        .unwrap_or_default()
+}
+
+fn sse_response(chunks: Vec<String>, delay: Duration, hang: bool) -> Response {
+    let (tx, rx) = mpsc::channel::<Bytes>(4);
+    tokio::spawn(async move {
+        for c in chunks {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            if tx.send(Bytes::from(c)).await.is_err() {
+                return;
+            }
+        }
+        if hang {
+            // Hold the stream open until the client disconnects or the server stops.
+            tx.closed().await;
+        }
+    });
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+    });
+    Response::builder()
+        .status(200)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap_or_default()
+}
+
+/// The invariants every Chat Completions request must satisfy. `issued` = tool call ids the
+/// server handed out in earlier replies.
+pub fn check_request(body: &Value, issued: &[String]) -> Vec<String> {
+    let mut v = Vec::new();
+    if body["model"].as_str().is_none_or(str::is_empty) {
+        v.push("`model` is missing or empty".to_string());
+    }
+    if body["stream"] != json!(true) {
+        v.push("`stream` is not true".to_string());
+    }
+    if let Some(tools) = body.get("tools") {
+        match tools.as_array() {
+            Some(a) if !a.is_empty() => {
+                let mut names = HashSet::new();
+                for t in a {
+                    let name = t["function"]["name"].as_str().unwrap_or_default();
+                    let ok = t["type"] == "function"
+                        && !name.is_empty()
+                        && name.len() <= 64
+                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                        && t["function"]["parameters"].is_object();
+                    if !ok {
+                        v.push(format!("malformed tool definition: {t}"));
+                    }
+                    if !names.insert(name.to_string()) {
+                        v.push(format!("tool `{name}` offered twice"));
+                    }
+                }
+            }
+            _ => v.push("`tools` must be a non-empty array when present".to_string()),
+        }
+    }
+    let Some(messages) = body["messages"].as_array().filter(|m| !m.is_empty()) else {
+        v.push("`messages` is missing or empty".to_string());
+        return v;
+    };
+    let mut answered: HashMap<String, usize> = HashMap::new();
+    let mut asked: HashSet<String> = HashSet::new();
+    // Calls of the latest assistant message still waiting for their tool message.
+    let mut pending: Vec<String> = Vec::new();
+    let mut prev_role = "";
+    for (i, m) in messages.iter().enumerate() {
+        let role = m["role"].as_str().unwrap_or_default();
+        if role != "tool" && !pending.is_empty() {
+            v.push(format!(
+                "message {i} ({role}) comes before tool results for {pending:?} of the assistant message"
+            ));
+            pending.clear();
+        }
+        match role {
+            "system" => {
+                if i != 0 {
+                    v.push(format!("system message at position {i}, not first"));
+                }
+                if !m["content"].is_string() {
+                    v.push(format!("system message {i} has no text content"));
+                }
+            }
+            "user" => {
+                if m["content"].as_str().is_none() && !m["content"].is_array() {
+                    v.push(format!("user message {i} has no content"));
+                }
+            }
+            "assistant" => {
+                if prev_role == "assistant" {
+                    v.push(format!("assistant message {i} follows another assistant message"));
+                }
+                if i == 0 || (i == 1 && prev_role == "system") {
+                    v.push(format!("assistant message {i} before any user message"));
+                }
+                let calls = m["tool_calls"].as_array().cloned().unwrap_or_default();
+                if calls.is_empty() && m["content"].as_str().is_none_or(str::is_empty) {
+                    v.push(format!("assistant message {i} has neither content nor tool calls"));
+                }
+                for c in calls {
+                    let id = c["id"].as_str().unwrap_or_default().to_string();
+                    if c["type"] != "function" || c["function"]["name"].as_str().is_none() {
+                        v.push(format!("assistant message {i}: malformed tool call {c}"));
+                    }
+                    if c["function"]["arguments"].as_str().is_none() {
+                        v.push(format!(
+                            "assistant message {i}: tool call `{id}` arguments are not a string"
+                        ));
+                    }
+                    if !asked.insert(id.clone()) {
+                        v.push(format!("tool call id `{id}` used twice"));
+                    }
+                    pending.push(id);
+                }
+            }
+            "tool" => {
+                let id = m["tool_call_id"].as_str().unwrap_or_default().to_string();
+                if !m["content"].is_string() {
+                    v.push(format!("tool message {i} content is not a string"));
+                }
+                *answered.entry(id.clone()).or_default() += 1;
+                if let Some(pos) = pending.iter().position(|p| *p == id) {
+                    pending.remove(pos);
+                } else if asked.contains(&id) {
+                    v.push(format!(
+                        "tool call `{id}` answered more than once or not right after its request"
+                    ));
+                } else {
+                    v.push(format!("tool message {i} answers unknown call `{id}`"));
+                }
+            }
+            other => v.push(format!("message {i} has invalid role `{other}`")),
+        }
+        prev_role = role;
+    }
+    if !pending.is_empty() {
+        v.push(format!("tool calls {pending:?} were never answered"));
+    }
+    for (id, n) in &answered {
+        if *n > 1 {
+            v.push(format!("tool call `{id}` answered {n} times"));
+        }
+    }
+    for id in issued {
+        if !asked.contains(id) {
+            v.push(format!(
+                "tool call `{id}` handed out earlier is missing from the history"
+            ));
+        }
+    }
+    if !matches!(prev_role, "user" | "tool") {
+        v.push(format!("the last message is `{prev_role}`, not user or tool"));
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invariants_catch_broken_histories() {
+        let ok = json!({"model": "m", "stream": true, "messages": [
+            {"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "t", "arguments": "{}"}},
+                {"id": "b", "type": "function", "function": {"name": "t", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "b", "content": "x"},
+            {"role": "tool", "tool_call_id": "a", "content": "x"}]});
+        assert_eq!(check_request(&ok, &["a".into(), "b".into()]), Vec::<String>::new());
+
+        let mut missing = ok.clone();
+        missing["messages"].as_array_mut().unwrap().pop();
+        assert!(!check_request(&missing, &[]).is_empty());
+
+        let mut twice = ok.clone();
+        twice["messages"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"role": "tool", "tool_call_id": "a", "content": "x"}));
+        assert!(check_request(&twice, &[]).iter().any(|v| v.contains("more than once")));
+
+        let mut misplaced = ok.clone();
+        misplaced["messages"]
+            .as_array_mut()
+            .unwrap()
+            .insert(3, json!({"role": "user", "content": "?"}));
+        assert!(!check_request(&misplaced, &[]).is_empty());
+
+        assert!(check_request(&ok, &["zzz".into()])
+            .iter()
+            .any(|v| v.contains("missing")));
+    }
+}

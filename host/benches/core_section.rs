@@ -1,0 +1,159 @@
+//! Bench section: the agent core's own overhead.
+//!
+//! - host time per tool round trip (model reply with one tool call → tool runs → result sent
+//!   back) against the scripted server answering at once, with the tool's own time subtracted
+//!   (target ≤ 2 ms). The figure includes loopback HTTP and the in-process scripted server, so
+//!   it is an upper bound of the host's share.
+//! - memory of a 200-turn session (RSS growth and peak, Linux).
+//!
+//! `host/benches/tools.rs` calls [`run`].
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cst_agent::approvals::ApprovalMode;
+use cst_agent::core::{self, Event, Op, SessionConfig, TurnEnd};
+use cst_agent::discovery::ToolsProfile;
+use cst_agent::model::{ModelClient, ModelConfig};
+use cst_agent::tools::Registry;
+use cst_test_support::{call, Reply, ScriptedServer};
+use serde_json::json;
+
+const TURNS: usize = 200;
+
+fn rss_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
+struct Measured {
+    wall: Duration,
+    tool_time: Duration,
+    model_calls: usize,
+    tool_calls: usize,
+}
+
+/// A session of `turns` user turns; each turn is one tool call (read_file of a tiny file) and
+/// a final answer.
+async fn session(turns: usize) -> Measured {
+    let mut script = Vec::with_capacity(turns * 2);
+    for i in 0..turns {
+        script.push(Reply::calls(vec![call(
+            &format!("c{i}"),
+            "read_file",
+            json!({"path": "a.txt"}),
+        )]));
+        script.push(Reply::text("ok"));
+    }
+    let server = ScriptedServer::start_with(script, false);
+    let ws = tempfile::tempdir().expect("tempdir");
+    std::fs::write(ws.path().join("a.txt"), "tiny\n").expect("write");
+    let registry = Arc::new(Registry::new());
+    cst_agent::builtin_tools::register_builtins(&registry, ToolsProfile::Default, &mut Vec::new());
+    let model = ModelClient::new(ModelConfig {
+        base_url: server.url(),
+        name: "bench".into(),
+        api_key_env: "NONE".into(),
+        api_key: None,
+    })
+    .expect("client");
+    let mut s = core::spawn(SessionConfig {
+        workspace: std::fs::canonicalize(ws.path()).expect("canon"),
+        registry,
+        model,
+        approval: ApprovalMode::Auto,
+        headless: true,
+        max_steps: 4,
+        system_prompt: "bench".into(),
+        transcript: true,
+        reload: None,
+        secrets: Vec::new(),
+    });
+    let start = Instant::now();
+    let mut tool_time = Duration::ZERO;
+    let mut tool_calls = 0;
+    for i in 0..turns {
+        let _ = s.ops.send(Op::UserTurn {
+            text: format!("turn {i}"),
+        });
+        while let Some(ev) = s.events.recv().await {
+            match ev {
+                Event::ToolCallFinished { duration, .. } => {
+                    tool_time += duration;
+                    tool_calls += 1;
+                }
+                Event::TurnFinished { end, .. } => {
+                    assert!(matches!(end, TurnEnd::Done { .. }), "turn {i} ended {end:?}");
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+    let wall = start.elapsed();
+    let _ = s.ops.send(Op::Shutdown);
+    while let Some(ev) = s.events.recv().await {
+        if matches!(ev, Event::SessionClosed) {
+            break;
+        }
+    }
+    let model_calls = server.request_count();
+    server.finish();
+    Measured {
+        wall,
+        tool_time,
+        model_calls,
+        tool_calls,
+    }
+}
+
+pub fn run() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // Warm up (connection pool, page cache, lazy statics); a short session shows the cost with a
+    // small history (each request carries the whole conversation, so later calls cost more).
+    rt.block_on(session(5));
+    let short = rt.block_on(session(20));
+    let rss_before = rss_kib("VmRSS:");
+    let m = rt.block_on(session(TURNS));
+    let rss_after = rss_kib("VmRSS:");
+    let hwm = rss_kib("VmHWM:");
+
+    let host = m.wall.saturating_sub(m.tool_time);
+    let per_round_trip = host / m.model_calls.max(1) as u32;
+    println!("\n## core (agent loop, scripted model server on loopback)\n");
+    println!("| measure | value | target |");
+    println!("|---|---|---|");
+    println!(
+        "| host time per model round trip, tool time excluded ({} model calls, {} tool calls) | {:.3} ms | ≤ 2 ms |",
+        m.model_calls,
+        m.tool_calls,
+        per_round_trip.as_secs_f64() * 1000.0
+    );
+    println!(
+        "| same, 20-turn session ({} model calls) | {:.3} ms | ≤ 2 ms |",
+        short.model_calls,
+        short.wall.saturating_sub(short.tool_time).as_secs_f64() * 1000.0 / short.model_calls.max(1) as f64
+    );
+    println!(
+        "| tool time (read_file) per call | {:.3} ms | — |",
+        m.tool_time.as_secs_f64() * 1000.0 / m.tool_calls.max(1) as f64
+    );
+    match (rss_before, rss_after, hwm) {
+        (Some(b), Some(a), Some(h)) => {
+            println!(
+                "| RSS growth over a {TURNS}-turn session | {:.1} MiB | — |",
+                a.saturating_sub(b) as f64 / 1024.0
+            );
+            println!("| peak RSS of the bench process | {:.1} MiB | — |", h as f64 / 1024.0);
+        }
+        _ => println!("| memory | n/a (no /proc) | — |"),
+    }
+}

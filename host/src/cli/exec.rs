@@ -1,0 +1,334 @@
+//! `cst-agent exec "PROMPT"`: the headless runner, one client of the core.
+//!
+//! stderr: the summary line (E9) first, then warnings and progress. stdout: the final answer, or
+//! with `--json` a JSONL event stream whose schema (below, and `docs/headless.md`) is this
+//! runner's own contract, not the core's internal types.
+
+use std::io::{IsTerminal, Read, Write};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::Cli;
+use crate::approvals::ApprovalMode;
+use crate::core::{self, Event, Op, SessionConfig, TurnEnd, DEFAULT_MAX_STEPS};
+use crate::discovery::{self, LoadOptions, Loaded};
+use crate::model::{ModelClient, ModelConfig, ModelOverrides};
+
+/// Exit codes of `exec` (documented in docs/headless.md).
+pub mod code {
+    /// The model gave a final answer.
+    pub const DONE: i32 = 0;
+    /// The model call failed for good (HTTP error, 401, unreachable, malformed stream) or another error.
+    pub const ERROR: i32 = 1;
+    /// Bad command line, no prompt, or no/broken model configuration.
+    pub const USAGE: i32 = 2;
+    /// `--max-steps` was reached while the model still asked for tools.
+    pub const MAX_STEPS: i32 = 3;
+    /// Cancelled by Ctrl-C (SIGINT) — 128 + 2, as shells report it.
+    pub const CANCELLED: i32 = 130;
+}
+
+/// How long a headless run waits for MCP servers that are still starting (M7).
+pub const MCP_STARTUP_WAIT: Duration = Duration::from_secs(30);
+
+/// Version of the `--json` event schema; bumped only on incompatible changes.
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// The task. Read from stdin when absent or `-`.
+    pub prompt: Option<String>,
+    /// Print a JSONL event stream on stdout instead of the final answer.
+    #[arg(long)]
+    pub json: bool,
+    /// Most model calls in the turn (exit code 3 when reached).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_STEPS, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps: u32,
+    /// Approval mode: `ask` and `auto` refuse (and tell the model) any call that would ask;
+    /// `full` runs everything.
+    #[arg(long, value_enum, default_value_t = ApprovalMode::Auto)]
+    pub approval: ApprovalMode,
+    /// Model name (overrides CST_MODEL and settings.json `model.name`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Chat Completions base URL, e.g. http://127.0.0.1:11434/v1 (overrides CST_BASE_URL and
+    /// settings.json `model.base_url`).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+}
+
+/// One line of `--json` output. Field names and `type` values are stable (schema version 1).
+#[derive(Debug, Serialize)]
+#[serde(tag = "type")]
+enum JsonEvent<'a> {
+    #[serde(rename = "session.started")]
+    SessionStarted {
+        schema_version: u32,
+        session_id: &'a str,
+        model: &'a str,
+        transcript: Option<String>,
+    },
+    #[serde(rename = "turn.started")]
+    TurnStarted {},
+    #[serde(rename = "message.delta")]
+    MessageDelta { text: &'a str },
+    #[serde(rename = "message")]
+    Message { text: &'a str },
+    #[serde(rename = "tool.started")]
+    ToolStarted {
+        call_id: &'a str,
+        tool: &'a str,
+        source: &'a str,
+        args: &'a Value,
+    },
+    #[serde(rename = "tool.finished")]
+    ToolFinished {
+        call_id: &'a str,
+        tool: &'a str,
+        outcome: &'a str,
+        output: &'a str,
+        duration_ms: f64,
+    },
+    #[serde(rename = "warning")]
+    Warning { message: &'a str },
+    #[serde(rename = "error")]
+    Error { message: &'a str },
+    #[serde(rename = "turn.finished")]
+    TurnFinished {
+        status: &'a str,
+        steps: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        answer: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'a str>,
+    },
+}
+
+fn status_of(end: &TurnEnd) -> (&'static str, i32) {
+    match end {
+        TurnEnd::Done { .. } => ("done", code::DONE),
+        TurnEnd::MaxSteps { .. } => ("max_steps", code::MAX_STEPS),
+        TurnEnd::Cancelled => ("cancelled", code::CANCELLED),
+        TurnEnd::Failed { .. } => ("error", code::ERROR),
+    }
+}
+
+fn read_prompt(arg: &Option<String>) -> Result<String, String> {
+    let text = match arg.as_deref() {
+        Some(p) if p != "-" => p.to_string(),
+        _ => {
+            if arg.is_none() && std::io::stdin().is_terminal() {
+                return Err("no prompt: pass it as an argument or on stdin".into());
+            }
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+            s
+        }
+    };
+    if text.trim().is_empty() {
+        return Err("the prompt is empty".into());
+    }
+    Ok(text)
+}
+
+pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
+    let prompt = match read_prompt(&args.prompt) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return code::USAGE;
+        }
+    };
+    let workspace = cli.workspace_dir();
+    if !workspace.is_dir() {
+        eprintln!("error: workspace {} is not a folder", workspace.display());
+        return code::USAGE;
+    }
+    let config = match ModelConfig::resolve(&ModelOverrides {
+        model: args.model.clone(),
+        base_url: args.base_url.clone(),
+    }) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return code::USAGE;
+        }
+    };
+    let model = match ModelClient::new(config) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: cannot set up the HTTP client: {e:#}");
+            return code::ERROR;
+        }
+    };
+
+    let loaded = discovery::load(&LoadOptions {
+        workspace: workspace.clone(),
+        profile: cli.tools,
+    });
+    eprintln!("{}", discovery::summary_line(&loaded));
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    // M7: a headless run waits (up to 30 s) for MCP servers that are still starting.
+    let mut mcp_warnings = Vec::new();
+    let mcp = crate::mcp::start(loaded.registry.clone(), &loaded.mcp_sources, &mut mcp_warnings);
+    mcp.wait_ready(MCP_STARTUP_WAIT).await;
+    for w in mcp_warnings.into_iter().chain(mcp.warnings()) {
+        eprintln!("warning: {w}");
+    }
+
+    let system_prompt = core::prompt::system_prompt(&workspace, &loaded.skills);
+    let mut session = core::spawn(SessionConfig {
+        workspace,
+        registry: loaded.registry.clone(),
+        model,
+        approval: args.approval,
+        headless: true,
+        max_steps: args.max_steps,
+        system_prompt,
+        transcript: true,
+        reload: None,
+        secrets: Vec::new(),
+    });
+    let _ = session.ops.send(Op::UserTurn { text: prompt });
+
+    // Ctrl-C cancels the turn: tools are stopped, the transcript is closed, exit code 130.
+    let ops = session.ops.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            let _ = ops.send(Op::Cancel);
+            // A second Ctrl-C means "stop now", even if cleanup hangs.
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("interrupted again: exiting without waiting for cleanup");
+                std::process::exit(code::CANCELLED);
+            }
+        }
+    });
+
+    let mut exit = code::ERROR;
+    let stdout = std::io::stdout();
+    while let Some(ev) = session.events.recv().await {
+        if args.json {
+            if let Some(line) = json_line(&ev) {
+                let mut out = stdout.lock();
+                // A closed stdout (consumer gone) is not worth failing the run for.
+                let _ = writeln!(out, "{line}").and_then(|_| out.flush());
+            }
+        } else {
+            print_human(&ev);
+        }
+        match ev {
+            Event::TurnFinished { end, .. } => {
+                exit = status_of(&end).1;
+                if let (TurnEnd::Done { answer }, false) = (&end, args.json) {
+                    println!("{answer}");
+                }
+                if let TurnEnd::MaxSteps { limit } = end {
+                    eprintln!("stopped: the step limit ({limit}) was reached");
+                }
+                let _ = session.ops.send(Op::Shutdown);
+            }
+            Event::SessionClosed => break,
+            _ => {}
+        }
+    }
+    ctrl_c.abort();
+    mcp.shutdown().await;
+    exit
+}
+
+fn json_line(ev: &Event) -> Option<String> {
+    let transcript;
+    let j = match ev {
+        Event::SessionStarted {
+            session_id,
+            model,
+            transcript: t,
+        } => {
+            transcript = t.as_ref().map(|p| p.display().to_string());
+            JsonEvent::SessionStarted {
+                schema_version: JSON_SCHEMA_VERSION,
+                session_id,
+                model,
+                transcript,
+            }
+        }
+        Event::TurnStarted => JsonEvent::TurnStarted {},
+        Event::MessageDelta { text } => JsonEvent::MessageDelta { text },
+        Event::Message { text } => JsonEvent::Message { text },
+        Event::ToolCallStarted {
+            call_id,
+            tool,
+            source,
+            args,
+        } => JsonEvent::ToolStarted {
+            call_id,
+            tool,
+            source,
+            args,
+        },
+        Event::ToolCallFinished {
+            call_id,
+            tool,
+            outcome,
+            output,
+            duration,
+        } => JsonEvent::ToolFinished {
+            call_id,
+            tool,
+            outcome: outcome.as_str(),
+            output,
+            duration_ms: duration.as_secs_f64() * 1000.0,
+        },
+        Event::Warning { message } => JsonEvent::Warning { message },
+        Event::Error { message } => JsonEvent::Error { message },
+        Event::TurnFinished { end, steps } => {
+            let (answer, error) = match end {
+                TurnEnd::Done { answer } => (Some(answer.as_str()), None),
+                TurnEnd::Failed { message } => (None, Some(message.as_str())),
+                _ => (None, None),
+            };
+            JsonEvent::TurnFinished {
+                status: status_of(end).0,
+                steps: *steps,
+                answer,
+                error,
+            }
+        }
+        // Headless runs never ask (the gate refuses instead); nothing else is public.
+        Event::ApprovalRequested { .. } | Event::SessionClosed => return None,
+    };
+    serde_json::to_string(&j).ok()
+}
+
+fn print_human(ev: &Event) {
+    match ev {
+        Event::Warning { message } => eprintln!("warning: {message}"),
+        Event::Error { message } => eprintln!("error: {message}"),
+        Event::ToolCallStarted { tool, args, .. } => {
+            // Argument names that look like credentials are masked on the terminal too.
+            let mut a = crate::transcript::Redactor::default().value(args).to_string();
+            if a.len() > 160 {
+                let mut cut = 160;
+                while !a.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                a.truncate(cut);
+                a.push('…');
+            }
+            eprintln!("tool {tool} {a}");
+        }
+        Event::ToolCallFinished {
+            tool,
+            outcome,
+            duration,
+            ..
+        } => eprintln!("tool {tool}: {} ({} ms)", outcome.as_str(), duration.as_millis()),
+        _ => {}
+    }
+}

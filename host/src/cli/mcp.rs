@@ -1,0 +1,80 @@
+//! `cst-agent mcp list [--json]`, and the MCP start-up shared by `tools list|call`.
+
+use clap::Subcommand;
+use serde_json::{json, Value};
+
+use super::{exit, Cli};
+use crate::discovery::{self, LoadOptions, Loaded};
+use crate::mcp::{self, McpManager};
+
+#[derive(Debug, Subcommand)]
+pub enum McpCmd {
+    /// Every MCP server: status and tool count (waits for servers still starting, M7).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Start the session's MCP servers into `loaded.registry` and wait for them, up to the start
+/// timeout (headless runs wait, M7). Warnings go to stderr.
+pub async fn start_and_wait(loaded: &Loaded) -> McpManager {
+    let mut warnings = Vec::new();
+    let manager = mcp::start(loaded.registry.clone(), &loaded.mcp_sources, &mut warnings);
+    manager.wait_ready(manager.max_start_timeout()).await;
+    warnings.extend(manager.warnings());
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    manager
+}
+
+pub async fn run(cli: &Cli, cmd: &McpCmd) -> i32 {
+    let loaded = discovery::load(&LoadOptions {
+        workspace: cli.workspace_dir(),
+        profile: cli.tools,
+    });
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    let manager = start_and_wait(&loaded).await;
+    let servers = manager.servers();
+    match cmd {
+        McpCmd::List { json } => {
+            if *json {
+                let list: Vec<Value> = servers
+                    .iter()
+                    .map(|s| {
+                        let reason = match &s.status {
+                            mcp::ServerStatus::Failed(r) | mcp::ServerStatus::Exited(r) => Some(r.clone()),
+                            _ => None,
+                        };
+                        json!({
+                            "name": s.name, "status": s.status.label(), "reason": reason,
+                            "tool_count": s.tools.len(), "tools": s.tools, "file": s.file,
+                            "origin": s.origin, "pid": s.pid,
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+            } else if servers.is_empty() {
+                println!("no MCP servers");
+            } else {
+                for s in &servers {
+                    println!(
+                        "{:<24} {:<9} {:>3} tools  {}",
+                        s.name,
+                        s.status.label(),
+                        s.tools.len(),
+                        s.origin
+                    );
+                    if let mcp::ServerStatus::Failed(r) | mcp::ServerStatus::Exited(r) = &s.status {
+                        println!("    {r}");
+                    }
+                }
+            }
+        }
+    }
+    manager.shutdown().await;
+    exit::OK
+}

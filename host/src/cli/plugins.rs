@@ -1,0 +1,79 @@
+//! `cst-agent plugins install|list|remove` (H4).
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use super::{exit, Cli};
+use crate::plugins::install;
+
+#[derive(Debug, Subcommand)]
+pub enum PluginsCmd {
+    /// Install a `.wasm` component or a folder with plugin.json into the config dir.
+    Install { path: PathBuf },
+    /// Installed plugins, their tools and status.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove an installed plugin.
+    Remove { name: String },
+    /// `plugins trust` / `plugins untrust` (T2).
+    #[command(flatten)]
+    Trust(super::trust::TrustCmd),
+}
+
+pub async fn run(cli: &Cli, cmd: &PluginsCmd) -> i32 {
+    if let PluginsCmd::Trust(t) = cmd {
+        return super::trust::run(cli, *t);
+    }
+    let plugins_dir = match crate::config_dir::plugins_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: config dir: {e}");
+            return exit::FAILURE;
+        }
+    };
+    match cmd {
+        PluginsCmd::Install { path } => match install::install(path, &plugins_dir, &cli.workspace_dir()).await {
+            Ok(done) => {
+                let tools = if done.tools.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} tools: {})", done.tools.len(), done.tools.join(", "))
+                };
+                println!("installed {}{tools} into {}", done.name, done.dir.display());
+                exit::OK
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                exit::FAILURE
+            }
+        },
+        PluginsCmd::List { json } => {
+            let rows = install::list(&plugins_dir);
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+            } else if rows.is_empty() {
+                println!("no plugins installed in {}", plugins_dir.display());
+            } else {
+                for r in &rows {
+                    let kind = if r.wasm.is_some() { "wasm" } else { "plugin" };
+                    println!("{:<24} {:<6} {:>2} tools  {}", r.name, kind, r.tools.len(), r.status);
+                }
+            }
+            exit::OK
+        }
+        PluginsCmd::Remove { name } => match install::remove(&plugins_dir, name) {
+            Ok(dir) => {
+                println!("removed {name} ({})", dir.display());
+                exit::OK
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                exit::USAGE
+            }
+        },
+        PluginsCmd::Trust(_) => unreachable!("handled above"),
+    }
+}

@@ -1,0 +1,33 @@
+//! MCP client (M1–M12): stdio servers from mcp.json files and plugins' `mcpServers`.
+//!
+//! - [`config`] parses [`McpSource`]s into server configs (M1–M6, E7).
+//! - [`transport`] spawns a server in its own process group and does the handshake; a second
+//!   transport (HTTP) slots in there.
+//! - [`manager`] owns the servers: background start, states, tool registration in the shared
+//!   [`Registry`], calls with timeout and cancellation, exit, reload and shutdown.
+//!
+//! Cancelling a call: cancel the `ToolContext::cancel` token of the turn (or drop the call
+//! future); the runner drops the request and rmcp sends `notifications/cancelled` (M10).
+
+pub mod config;
+pub mod manager;
+pub mod result;
+pub mod stderr;
+pub mod transport;
+
+use std::sync::Arc;
+
+pub use config::{parse_sources, read_mcp_json, ParsedServer, ServerKind};
+pub use manager::{McpManager, ServerInfo, ServerStatus};
+
+use crate::discovery::McpSource;
+use crate::tools::Registry;
+
+/// Parse `sources` (in precedence order) with the current environment, and start every server
+/// in the background. Config problems (E7 clashes, broken files) go to `warnings`.
+pub fn start(registry: Arc<Registry>, sources: &[McpSource], warnings: &mut Vec<String>) -> McpManager {
+    let parsed = parse_sources(sources, &config::process_env, warnings);
+    let manager = McpManager::new(registry, parsed);
+    manager.start_all();
+    manager
+}

@@ -1,0 +1,312 @@
+//! The model client: OpenAI-compatible Chat Completions with SSE streaming and tool calls
+//! (OpenAI, DeepSeek, vLLM, Ollama, llama.cpp's server). Configured by `settings.json` key
+//! `model` and overridden by env (`CST_MODEL`, `CST_BASE_URL`) and flags (`--model`, `--base-url`).
+
+pub mod config;
+mod sse;
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+pub use config::{ModelConfig, ModelOverrides};
+
+/// One message of the conversation, in the Chat Completions shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum ChatMessage {
+    System {
+        content: String,
+    },
+    User {
+        content: String,
+    },
+    Assistant {
+        /// `null` when the message only carries tool calls (as the API expects).
+        content: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool {
+        tool_call_id: String,
+        content: String,
+    },
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    #[serde(rename = "type", default = "function_type")]
+    pub kind: String,
+    pub function: FunctionCall,
+}
+
+fn function_type() -> String {
+    "function".into()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    pub name: String,
+    /// JSON text, exactly as the model produced it.
+    pub arguments: String,
+}
+
+/// A tool as offered to the model.
+#[derive(Debug, Clone)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+/// What the model answered in one call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AssistantTurn {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub finish_reason: Option<String>,
+}
+
+/// Why a model call failed; the messages are meant for a person.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ModelError {
+    #[error("the model server at {url} refused the request (401 Unauthorized): check the API key in the env variable {key_env} (settings.json `model.api_key_env`){detail}")]
+    Unauthorized {
+        url: String,
+        key_env: String,
+        detail: String,
+    },
+    #[error("cannot reach the model server at {url}: {reason} (is it running? check `model.base_url` in settings.json, CST_BASE_URL or --base-url)")]
+    Unreachable { url: String, reason: String },
+    #[error("the model server at {url} answered HTTP {status}: {body}")]
+    Http { url: String, status: u16, body: String },
+    #[error("malformed response stream from {url}: {detail}")]
+    MalformedStream { url: String, detail: String },
+    #[error("model call cancelled")]
+    Cancelled,
+}
+
+/// Retry policy for 429, 5xx and connection failures.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Attempts after the first one.
+    pub retries: u32,
+    /// First backoff; doubled each time (a `Retry-After` of at most 30 s wins when larger).
+    pub base: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            retries: 4,
+            base: Duration::from_millis(250),
+        }
+    }
+}
+
+/// A Chat Completions client.
+#[derive(Clone)]
+pub struct ModelClient {
+    http: reqwest::Client,
+    config: ModelConfig,
+    url: String,
+    pub retry: RetryPolicy,
+}
+
+impl ModelClient {
+    pub fn new(config: ModelConfig) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            // An idle stream for this long is a dead server, not a slow model.
+            .read_timeout(Duration::from_secs(300))
+            .build()?;
+        let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        Ok(Self {
+            http,
+            config,
+            url,
+            retry: RetryPolicy::default(),
+        })
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// The request body for `messages` and `tools` (streaming on).
+    pub fn request_body(&self, messages: &[ChatMessage], tools: &[ToolDef]) -> Value {
+        let mut body = json!({
+            "model": self.config.name,
+            "messages": messages,
+            "stream": true,
+        });
+        // Some servers reject an empty `tools` array, so it is left out when there are none.
+        if !tools.is_empty() {
+            body["tools"] = tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.parameters,
+                    }})
+                })
+                .collect();
+        }
+        body
+    }
+
+    /// One model call, streamed: `on_delta` gets each text fragment as it arrives. Retries on
+    /// 429/5xx/connection failures before any byte was streamed.
+    pub async fn complete(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDef],
+        cancel: &CancellationToken,
+        on_delta: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<AssistantTurn, ModelError> {
+        let body = self.request_body(messages, tools);
+        let mut attempt = 0u32;
+        loop {
+            let res = tokio::select! {
+                r = self.send(&body) => r,
+                _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+            };
+            let (err, retry_after) = match res {
+                Ok(resp) => {
+                    return tokio::select! {
+                        r = self.read_stream(resp, on_delta) => r,
+                        _ = cancel.cancelled() => Err(ModelError::Cancelled),
+                    }
+                }
+                Err(e) => e,
+            };
+            let retryable = match &err {
+                ModelError::Unreachable { .. } => true,
+                ModelError::Http { status, .. } => *status == 429 || *status >= 500,
+                _ => false,
+            };
+            if !retryable || attempt >= self.retry.retries {
+                return Err(err);
+            }
+            let backoff = self.retry.base * 2u32.saturating_pow(attempt);
+            let wait = retry_after
+                .filter(|d| *d <= Duration::from_secs(30))
+                .map_or(backoff, |d| d.max(backoff));
+            tracing::warn!("model call failed ({err}); retrying in {} ms", wait.as_millis());
+            attempt += 1;
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+            }
+        }
+    }
+
+    async fn send(&self, body: &Value) -> Result<reqwest::Response, (ModelError, Option<Duration>)> {
+        let mut req = self.http.post(&self.url).json(body);
+        if let Some(key) = &self.config.api_key {
+            req = req.bearer_auth(key);
+        }
+        let resp = req.send().await.map_err(|e| {
+            (
+                ModelError::Unreachable {
+                    url: self.url.clone(),
+                    reason: error_chain(&e),
+                },
+                None,
+            )
+        })?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let text = resp.text().await.unwrap_or_default();
+        let body = short(&text);
+        let err = if status.as_u16() == 401 {
+            ModelError::Unauthorized {
+                url: self.url.clone(),
+                key_env: self.config.api_key_env.clone(),
+                detail: if self.config.api_key.is_none() {
+                    " (it is not set)".into()
+                } else if body.is_empty() {
+                    String::new()
+                } else {
+                    format!("; server said: {body}")
+                },
+            }
+        } else {
+            ModelError::Http {
+                url: self.url.clone(),
+                status: status.as_u16(),
+                body,
+            }
+        };
+        Err((err, retry_after))
+    }
+
+    async fn read_stream(
+        &self,
+        resp: reqwest::Response,
+        on_delta: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<AssistantTurn, ModelError> {
+        let malformed = |detail: String| ModelError::MalformedStream {
+            url: self.url.clone(),
+            detail,
+        };
+        let mut acc = sse::Accumulator::default();
+        let mut lines = sse::LineSplitter::default();
+        let mut stream = resp.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| malformed(format!("the connection broke: {}", error_chain(&e))))?;
+            for line in lines.push(&chunk) {
+                if acc.feed_line(&line, on_delta).map_err(malformed)? {
+                    return acc.finish().map_err(malformed);
+                }
+            }
+        }
+        if let Some(line) = lines.rest() {
+            if acc.feed_line(&line, on_delta).map_err(malformed)? {
+                return acc.finish().map_err(malformed);
+            }
+        }
+        // No `[DONE]`: accept the message only if the model said it had finished.
+        if acc.saw_finish() {
+            acc.finish().map_err(malformed)
+        } else {
+            Err(malformed(
+                "the stream ended before the model finished (no finish_reason, no [DONE])".into(),
+            ))
+        }
+    }
+}
+
+fn short(s: &str) -> String {
+    let s = s.trim();
+    match s.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let t = s.to_string();
+        if !out.contains(&t) {
+            out.push_str(": ");
+            out.push_str(&t);
+        }
+        src = s.source();
+    }
+    out
+}

@@ -1,0 +1,670 @@
+//! End-to-end tests of `cst-agent exec` against the scripted Chat Completions server
+//! (`cst-test-support`). The server checks every request's invariants (tool calls answered once,
+//! role order); `finish()` fails the test on any violation.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use cst_test_support::{call, Reply, ScriptedServer};
+use serde_json::{json, Value};
+
+const KEY: &str = "sk-test-secret-4242";
+
+struct Fixture {
+    ws: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new(server: &ScriptedServer) -> Self {
+        let f = Self {
+            ws: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+        };
+        let cfg = f.config_dir();
+        std::fs::create_dir_all(&cfg).unwrap();
+        std::fs::write(
+            cfg.join("settings.json"),
+            json!({"model": {"base_url": server.url(), "name": "test-model", "api_key_env": "CST_TEST_KEY"}})
+                .to_string(),
+        )
+        .unwrap();
+        f
+    }
+
+    fn ws(&self) -> PathBuf {
+        std::fs::canonicalize(self.ws.path()).unwrap()
+    }
+
+    fn config_dir(&self) -> PathBuf {
+        self.home.path().join("config").join("cst-agent")
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cst-agent"));
+        c.arg("--workspace").arg(self.ws.path());
+        c.args(args);
+        c.env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env("XDG_CACHE_HOME", self.home.path().join("cache"))
+            .env("CST_TEST_KEY", KEY)
+            .env_remove("CST_MODEL")
+            .env_remove("CST_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Run to completion (killed after 60 s so a hang fails instead of blocking CI).
+    fn run(&self, args: &[&str]) -> Output {
+        let child = self
+            .cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_output(child, Duration::from_secs(60))
+    }
+
+    /// The one transcript of this workspace, parsed.
+    fn transcript(&self) -> Vec<Value> {
+        let sessions = self.ws.path().join(".agent/sessions");
+        let dirs: Vec<PathBuf> = std::fs::read_dir(&sessions)
+            .unwrap_or_else(|e| panic!("{}: {e}", sessions.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+        let text = std::fs::read_to_string(dirs[0].join("main.jsonl")).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad transcript line {l}: {e}")))
+            .collect()
+    }
+}
+
+fn wait_output(mut child: std::process::Child, limit: Duration) -> Output {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "cst-agent did not finish in {limit:?}; stderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn assert_summary_first(stderr: &str) {
+    let first = stderr.lines().next().unwrap_or_default();
+    let re = regex::Regex::new(r"^\d+ skills? · \d+ plugins? \(\d+ tools?\) · \d+ MCP servers?$").unwrap();
+    assert!(
+        re.is_match(first),
+        "first stderr line is not the summary (E9): {first:?}\n{stderr}"
+    );
+}
+
+#[test]
+fn tool_round_trip_answer_and_transcript() {
+    let server = ScriptedServer::start(vec![
+        Reply::text_and_calls(
+            "Reading.",
+            vec![
+                call("c1", "read_file", json!({"path": "notes.txt"})),
+                call(
+                    "c2",
+                    "write_file",
+                    json!({"path": "out/key.txt", "content": format!("key={KEY}"), "api_key": "zzz"}),
+                ),
+            ],
+        ),
+        Reply::text("All done."),
+    ]);
+    let f = Fixture::new(&server);
+    std::fs::write(f.ws.path().join("notes.txt"), "hello notes\n").unwrap();
+    std::fs::write(f.ws.path().join("AGENTS.md"), "Use British spelling.").unwrap();
+    let out = f.run(&["exec", "summarise notes.txt"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(text(&out.stdout), "All done.\n");
+    assert_summary_first(&stderr);
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].model(), "test-model");
+    assert_eq!(reqs[0].authorization.as_deref(), Some(format!("Bearer {KEY}").as_str()));
+    let tools = reqs[0].tool_names();
+    for t in [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "list",
+        "grep",
+        "run_shell",
+        "ask_user",
+    ] {
+        assert!(tools.contains(&t.to_string()), "{t} not offered: {tools:?}");
+    }
+    let system = reqs[0].messages()[0]["content"].as_str().unwrap().to_string();
+    assert!(
+        system.contains("Use British spelling."),
+        "AGENTS.md not in the system prompt"
+    );
+    assert_eq!(reqs[1].tool_result("c1").as_deref(), Some("hello notes\n"));
+    // write_file's schema forbids extra keys: the model is told, nothing is written.
+    assert!(reqs[1].tool_result("c2").unwrap().contains("invalid arguments"));
+    server.finish();
+
+    let t = f.transcript();
+    let kinds: Vec<&str> = t.iter().map(|r| r["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"session"));
+    assert_eq!(kinds.last(), Some(&"session_end"));
+    assert!(t
+        .iter()
+        .any(|r| r["type"] == "message" && r["role"] == "user" && r["content"] == "summarise notes.txt"));
+    assert!(t
+        .iter()
+        .any(|r| r["type"] == "message" && r["role"] == "assistant" && r["content"] == "All done."));
+    let read = t
+        .iter()
+        .find(|r| r["type"] == "tool_call" && r["call_id"] == "c1")
+        .unwrap();
+    assert_eq!(read["tool"], "read_file");
+    assert_eq!(read["source"], "builtin:builtin");
+    assert_eq!(read["args"], json!({"path": "notes.txt"}));
+    assert_eq!(read["result"], "hello notes\n");
+    assert_eq!(read["outcome"], "ok");
+    assert!(read["duration_ms"].as_f64().unwrap() >= 0.0);
+    let write = t
+        .iter()
+        .find(|r| r["type"] == "tool_call" && r["call_id"] == "c2")
+        .unwrap();
+    assert_eq!(write["outcome"], "error");
+    // Secrets never reach the transcript: by value (the API key) and by argument name.
+    assert_eq!(write["args"]["content"], "key=[REDACTED]");
+    assert_eq!(write["args"]["api_key"], "[REDACTED]");
+    let raw = std::fs::read_to_string(
+        std::fs::read_dir(f.ws.path().join(".agent/sessions"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+            .join("main.jsonl"),
+    )
+    .unwrap();
+    assert!(!raw.contains(KEY), "the API key leaked into the transcript");
+}
+
+#[test]
+fn edit_file_changes_a_real_file() {
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![call(
+            "e1",
+            "edit_file",
+            json!({"path": "src/lib.rs", "old_text": "fn old()", "new_text": "fn new()"}),
+        )]),
+        Reply::text("Renamed."),
+    ]);
+    let f = Fixture::new(&server);
+    std::fs::create_dir_all(f.ws.path().join("src")).unwrap();
+    std::fs::write(f.ws.path().join("src/lib.rs"), "pub fn old() {}\nfn other() {}\n").unwrap();
+    let out = f.run(&["exec", "rename old to new"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(f.ws.path().join("src/lib.rs")).unwrap(),
+        "pub fn new() {}\nfn other() {}\n"
+    );
+    assert!(server.requests()[1].tool_result("e1").unwrap().contains("replaced 1"));
+    server.finish();
+}
+
+#[test]
+fn write_refused_in_headless_ask_mode_and_the_model_is_told() {
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![call("w1", "write_file", json!({"path": "x.txt", "content": "x"}))]),
+        Reply::text("I could not write."),
+    ]);
+    let f = Fixture::new(&server);
+    let out = f.run(&["exec", "--approval", "ask", "write x.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!f.ws.path().join("x.txt").exists(), "the write ran");
+    let result = server.requests()[1].tool_result("w1").unwrap();
+    assert!(result.contains("denied") && result.contains("headless"), "{result}");
+    server.finish();
+    let t = f.transcript();
+    let w = t.iter().find(|r| r["type"] == "tool_call").unwrap();
+    assert_eq!(w["outcome"], "denied");
+}
+
+#[cfg(unix)]
+fn mkfifo(p: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", p.display());
+}
+
+/// Open a FIFO for writing once a reader has it open (ENXIO until then); give up at `deadline`.
+#[cfg(unix)]
+fn write_fifo_when_read(p: &Path, data: &str, deadline: Instant) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(p)
+        {
+            Ok(mut f) => return f.write_all(data.as_bytes()).map_err(|e| e.to_string()),
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            Err(e) => return Err(format!("{}: {e}", p.display())),
+        }
+    }
+}
+
+/// Two read calls in one reply run at the same time: the test feeds the second FIFO first and
+/// only then the first, so a sequential runner would block on the first one forever.
+#[cfg(unix)]
+#[test]
+fn two_read_calls_in_one_turn_overlap() {
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![
+            call("r1", "read_file", json!({"path": "fifo1"})),
+            call("r2", "read_file", json!({"path": "fifo2"})),
+        ]),
+        Reply::text("Both read."),
+    ]);
+    let f = Fixture::new(&server);
+    mkfifo(&f.ws.path().join("fifo1"));
+    mkfifo(&f.ws.path().join("fifo2"));
+    let child = f
+        .cmd(&["exec", "read both"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (p1, p2) = (f.ws.path().join("fifo1"), f.ws.path().join("fifo2"));
+    let feeder = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        write_fifo_when_read(&p2, "second", deadline)?;
+        // fifo2 was open while fifo1's reader (the first call) had not finished: overlap.
+        write_fifo_when_read(&p1, "first", deadline)
+    });
+    let fed = feeder.join().unwrap();
+    if fed.is_err() {
+        // Unblock a sequential runner so the child can be reaped.
+        let _ = write_fifo_when_read(&f.ws.path().join("fifo1"), "", Instant::now() + Duration::from_secs(2));
+    }
+    let out = wait_output(child, Duration::from_secs(60));
+    fed.unwrap_or_else(|e| panic!("the two read calls did not run concurrently: {e}"));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let req = &server.requests()[1];
+    assert_eq!(req.tool_result("r1").as_deref(), Some("first"));
+    assert_eq!(req.tool_result("r2").as_deref(), Some("second"));
+    // Results go back in the order of the calls.
+    let ids: Vec<String> = req
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["tool_call_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, ["r1", "r2"]);
+    server.finish();
+}
+
+#[test]
+fn model_500_then_success_is_retried() {
+    let server = ScriptedServer::start(vec![Reply::status(500, "overloaded"), Reply::text("Recovered.")]);
+    let f = Fixture::new(&server);
+    let out = f.run(&["exec", "hi"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Recovered.\n");
+    assert_eq!(server.request_count(), 2);
+    server.finish();
+}
+
+#[test]
+fn model_401_is_a_clear_error() {
+    let server = ScriptedServer::start(vec![Reply::status(401, "invalid api key")]);
+    let f = Fixture::new(&server);
+    let out = f.run(&["exec", "hi"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("401") && stderr.contains("CST_TEST_KEY"), "{stderr}");
+    assert!(!stderr.contains(KEY));
+    assert_eq!(server.request_count(), 1, "a 401 must not be retried");
+    server.finish();
+    let t = f.transcript();
+    assert!(t
+        .iter()
+        .any(|r| r["type"] == "error" && r["message"].as_str().unwrap().contains("401")));
+}
+
+#[test]
+fn malformed_stream_and_unreachable_server_are_clear_errors() {
+    let server = ScriptedServer::start(vec![Reply::malformed()]);
+    let f = Fixture::new(&server);
+    let out = f.run(&["exec", "hi"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("malformed response stream"), "{stderr}");
+    server.finish();
+
+    // A port nobody listens on (bound, then closed).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let out = f.run(&["exec", "--base-url", &url, "--model", "m", "hi"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot reach the model server"), "{stderr}");
+}
+
+#[test]
+fn max_steps_has_its_own_exit_code() {
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![call("a", "list", json!({}))]),
+        Reply::calls(vec![call("b", "list", json!({}))]),
+    ]);
+    let f = Fixture::new(&server);
+    let out = f.run(&["exec", "--max-steps", "2", "loop"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    server.finish();
+    let out = f.run(&["exec", "--max-steps", "0", "loop"]);
+    assert_eq!(out.status.code(), Some(2), "usage error expected");
+}
+
+#[test]
+fn json_output_follows_its_schema() {
+    let server = ScriptedServer::start(vec![
+        Reply::text_and_calls("Let me look.", vec![call("j1", "list", json!({"pattern": "*.txt"}))]),
+        Reply::calls(vec![call("j2", "write_file", json!({"path": "a.txt", "content": "x"}))]),
+        Reply::text("Done: a.txt."),
+    ]);
+    let f = Fixture::new(&server);
+    std::fs::write(f.ws.path().join("a.txt"), "a").unwrap();
+    let out = f.run(&["exec", "--json", "--approval", "ask", "go"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_summary_first(&text(&out.stderr));
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/headless-events.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("stdout line is not JSON: {l}: {e}")))
+        .collect();
+    for l in &lines {
+        let errors: Vec<String> = validator.iter_errors(l).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{l} does not match the schema: {errors:?}");
+    }
+    let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"session.started"));
+    assert_eq!(types[1], "turn.started");
+    assert_eq!(types.last(), Some(&"turn.finished"));
+    let last = lines.last().unwrap();
+    assert_eq!(last["status"], "done");
+    assert_eq!(last["answer"], "Done: a.txt.");
+    assert_eq!(last["steps"], 3);
+    let finished: Vec<(&str, &str)> = lines
+        .iter()
+        .filter(|l| l["type"] == "tool.finished")
+        .map(|l| (l["call_id"].as_str().unwrap(), l["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(finished, [("j1", "ok"), ("j2", "denied")]);
+    let deltas: String = lines
+        .iter()
+        .filter(|l| l["type"] == "message.delta")
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, "Let me look.Done: a.txt.");
+    let transcript = lines[0]["transcript"].as_str().unwrap();
+    assert!(Path::new(transcript).starts_with(f.ws()), "{transcript}");
+    server.finish();
+}
+
+/// Spawn exec, wait until stderr shows `tool <name>` started, send SIGINT, return the output.
+#[cfg(unix)]
+fn interrupt_during_tool(f: &Fixture, args: &[&str], tool: &str) -> (Output, Duration) {
+    let mut child = f
+        .cmd(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let wanted = format!("tool {tool} ");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) if line.starts_with(&wanted) => break,
+            _ if Instant::now() > deadline => {
+                let _ = child.kill();
+                panic!("the tool call never started");
+            }
+            _ => {}
+        }
+    }
+    // Let the tool get going before the interrupt.
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let mut out = wait_output(child, Duration::from_secs(30));
+    let took = sent.elapsed();
+    out.stderr = reader.join().unwrap().into_bytes();
+    (out, took)
+}
+
+#[cfg(unix)]
+fn assert_cancelled_transcript(f: &Fixture, call_id: &str) {
+    let t = f.transcript();
+    let call = t
+        .iter()
+        .find(|r| r["type"] == "tool_call" && r["call_id"] == call_id)
+        .expect("the interrupted call is in the transcript");
+    assert_eq!(call["outcome"], "cancelled");
+    let last = t.last().unwrap();
+    assert_eq!(last["type"], "session_end", "transcript not closed");
+    assert_eq!(last["reason"], "cancelled");
+}
+
+/// Ctrl-C while a built-in blocks (reading a FIFO nobody writes): exit 130, transcript closed.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_cancels_a_blocked_builtin() {
+    let server = ScriptedServer::start(vec![Reply::calls(vec![call(
+        "b1",
+        "read_file",
+        json!({"path": "never"}),
+    )])]);
+    let f = Fixture::new(&server);
+    mkfifo(&f.ws.path().join("never"));
+    let (out, _) = interrupt_during_tool(&f, &["exec", "read it"], "read_file");
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "");
+    assert_cancelled_transcript(&f, "b1");
+    server.finish();
+}
+
+/// Ctrl-C in the middle of a long run_shell: the process group is killed, exit 130.
+/// Needs `process::run_captured` (the extensions work).
+#[cfg(unix)]
+#[test]
+fn ctrl_c_kills_a_long_shell_command() {
+    let server = ScriptedServer::start(vec![Reply::calls(vec![call(
+        "s1",
+        "run_shell",
+        json!({"command": "echo $$ > sleeper.pid; exec sleep 60"}),
+    )])]);
+    let f = Fixture::new(&server);
+    let (out, _) = interrupt_during_tool(&f, &["exec", "--approval", "full", "wait"], "run_shell");
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let pid_file = f.ws.path().join("sleeper.pid");
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap_or_else(|e| panic!("{}: {e}", pid_file.display()))
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = |pid: i32| {
+        // Dead, or a zombie nobody reaped yet.
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+            .unwrap_or(true)
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !gone(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(gone(pid), "the shell command (pid {pid}) survived Ctrl-C");
+    assert_cancelled_transcript(&f, "s1");
+    server.finish();
+}
+
+/// A plugin.json command tool called by the model (needs the extensions work's command runner).
+#[cfg(unix)]
+#[test]
+fn plugin_json_command_tool_call() {
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![call("p1", "shout", json!({"text": "hello"}))]),
+        Reply::text("Shouted."),
+    ]);
+    let f = Fixture::new(&server);
+    let dir = f.config_dir().join("plugins").join("x");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("plugin.json"),
+        json!({"name": "x", "description": "test plugin", "tools": [{
+            "name": "shout", "description": "Upper-case the arguments", "command": "tr a-z A-Z", "perm": "read",
+            "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+        }]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = f.run(&["exec", "shout hello"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let reqs = server.requests();
+    assert!(
+        reqs[0].tool_names().contains(&"shout".to_string()),
+        "{:?}",
+        reqs[0].tool_names()
+    );
+    let result = reqs[1].tool_result("p1").unwrap();
+    assert!(result.contains("\"TEXT\":\"HELLO\""), "{result}");
+    server.finish();
+    let t = f.transcript();
+    let c = t.iter().find(|r| r["type"] == "tool_call").unwrap();
+    assert_eq!(c["outcome"], "ok");
+    assert!(c["source"].as_str().unwrap().starts_with("command:"), "{c}");
+}
+
+/// A wasm component tool (the `text-stats` example plugin) called by the model.
+#[test]
+fn wasm_tool_call() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let plugin_dir = root.join("example-plugins/text-stats");
+    assert!(
+        plugin_dir.join("text-stats.wasm").is_file(),
+        "{} is not built: run `bash example-plugins/build.sh` first",
+        plugin_dir.join("text-stats.wasm").display()
+    );
+    // Install first, then learn the tool's name and schema from `tools list --json`.
+    let probe = ScriptedServer::start(vec![]);
+    let f = Fixture::new(&probe);
+    let plugin_arg = plugin_dir.display().to_string();
+    let out = f.cmd(&["plugins", "install", &plugin_arg]).output().unwrap();
+    assert!(out.status.success(), "plugins install failed: {}", text(&out.stderr));
+    let out = f.cmd(&["tools", "list", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tools: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let tool = tools
+        .iter()
+        .find(|t| t["source"] == "wasm")
+        .unwrap_or_else(|| panic!("no wasm tool after install: {tools:?}"));
+    let name = tool["name"].as_str().unwrap().to_string();
+    // Fill every required string argument with the workspace file's name.
+    let mut args = serde_json::Map::new();
+    for r in tool["input_schema"]["required"].as_array().cloned().unwrap_or_default() {
+        let key = r.as_str().unwrap().to_string();
+        args.insert(key, json!("notes.txt"));
+    }
+    probe.finish_allow_unused();
+
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![call("w1", &name, Value::Object(args))]),
+        Reply::text("Counted."),
+    ]);
+    // The same config dir (the plugin is installed there); only the model URL changes.
+    std::fs::write(
+        f.config_dir().join("settings.json"),
+        json!({"model": {"base_url": server.url(), "name": "test-model", "api_key_env": "CST_TEST_KEY"}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(f.ws.path().join("notes.txt"), "one two\nthree\n").unwrap();
+    let out = f.run(&["exec", "count words in notes.txt"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result = server.requests()[1].tool_result("w1").unwrap();
+    assert!(!result.starts_with("error:"), "wasm tool failed: {result}");
+    assert!(
+        result.contains('3') || result.contains('2'),
+        "unexpected text-stats result: {result}"
+    );
+    server.finish();
+    let t = f.transcript();
+    let c = t.iter().find(|r| r["type"] == "tool_call").unwrap();
+    assert_eq!(c["outcome"], "ok");
+    assert!(c["source"].as_str().unwrap().starts_with("wasm:"), "{c}");
+}
+
+#[test]
+fn prompt_from_stdin_and_the_minimal_profile() {
+    use std::io::Write;
+    let server = ScriptedServer::start(vec![Reply::text("Hi back.")]);
+    let f = Fixture::new(&server);
+    let mut child = f
+        .cmd(&["--tools", "minimal", "exec"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hello from stdin").unwrap();
+    let out = wait_output(child, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Hi back.\n");
+    let req = &server.requests()[0];
+    assert_eq!(req.messages()[1]["content"], "hello from stdin");
+    let mut tools = req.tool_names();
+    tools.sort();
+    assert_eq!(
+        tools,
+        ["edit_file", "grep", "list", "read_file", "run_shell", "write_file"]
+    );
+    server.finish();
+
+    let out = f.run(&["exec"]);
+    assert_eq!(out.status.code(), Some(2), "an empty prompt is a usage error");
+}

@@ -1,0 +1,270 @@
+//! `cst-agent mcp list` and `cst-agent tools list|call` with MCP servers, as real processes:
+//! our test server and real third-party servers from npm and PyPI (M1–M9, E1, E5).
+#![cfg(target_os = "linux")]
+
+mod mcp_support;
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use mcp_support::*;
+use predicates::prelude::PredicateBooleanExt;
+use serde_json::{json, Value};
+
+struct Env {
+    _dir: tempfile::TempDir,
+    config: PathBuf,
+    workspace: PathBuf,
+}
+
+fn env_with(servers: Value) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config");
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(config.join("cst-agent")).unwrap();
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(
+        config.join("cst-agent").join("mcp.json"),
+        serde_json::to_string_pretty(&json!({"mcpServers": servers})).unwrap(),
+    )
+    .unwrap();
+    Env {
+        _dir: dir,
+        config,
+        workspace,
+    }
+}
+
+fn agent(env: &Env) -> Command {
+    let mut c = Command::cargo_bin("cst-agent").unwrap();
+    c.env("XDG_CONFIG_HOME", &env.config)
+        .env("XDG_CACHE_HOME", env.config.join("cache"))
+        .env_remove("CST_T_DIR")
+        .arg("--workspace")
+        .arg(&env.workspace);
+    c
+}
+
+fn list_json(cmd: &mut Command) -> Vec<Value> {
+    let out = cmd.args(["mcp", "list", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn find<'a>(list: &'a [Value], name: &str) -> &'a Value {
+    list.iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in {list:?}"))
+}
+
+fn test_server_str() -> String {
+    test_server().to_string_lossy().into_owned()
+}
+
+#[test]
+fn mcp_list_shows_every_state() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("variant"), "expanded").unwrap();
+    let env = env_with(json!({
+        "t": {"command": test_server_str(), "env": {"CST_TEST_VARIANT_FILE": "${CST_T_DIR}/variant"}},
+        "off": {"command": test_server_str(), "disabled": true},
+        "web": {"url": "http://127.0.0.1:9/mcp"},
+        "nokey": {"command": test_server_str(), "args": ["--key", "${CST_SURELY_MISSING_VAR}"]},
+    }));
+    let list = list_json(agent(&env).env("CST_T_DIR", dir.path()));
+    assert_eq!(list.len(), 4);
+    let t = find(&list, "t");
+    assert_eq!(t["status"], "ready");
+    // 10 named tools + 13 fillers + variant_expanded: `${CST_T_DIR}` was expanded (M3).
+    assert_eq!(t["tool_count"], 24);
+    assert!(t["tools"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("mcp__t__variant_expanded")));
+    assert!(t["pid"].is_u64());
+    // M5: disabled, not started.
+    let off = find(&list, "off");
+    assert_eq!(off["status"], "disabled");
+    assert_eq!(off["tool_count"], 0);
+    assert!(off["pid"].is_null());
+    // M2: url → failed, stdio only.
+    let web = find(&list, "web");
+    assert_eq!(web["status"], "failed");
+    assert!(web["reason"]
+        .as_str()
+        .unwrap()
+        .contains("mcp.json supports stdio servers only"));
+    // M3: a missing variable fails that server, naming it.
+    let nokey = find(&list, "nokey");
+    assert_eq!(nokey["status"], "failed");
+    let reason = nokey["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("`CST_SURELY_MISSING_VAR`") && reason.contains("mcp.json"),
+        "{reason}"
+    );
+
+    // Plain text output names the states too.
+    let out = agent(&env)
+        .env("CST_T_DIR", dir.path())
+        .args(["mcp", "list"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("disabled") && text.contains("ready") && text.contains("failed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn tools_list_and_call_go_through_the_registry() {
+    let env = env_with(json!({"t": {"command": test_server_str(), "autoApprove": true}}));
+    let out = agent(&env).args(["tools", "list", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let tools: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let echo = tools
+        .iter()
+        .find(|t| t["name"] == "mcp__t__echo")
+        .expect("mcp__t__echo listed");
+    assert_eq!(echo["source"], "mcp");
+    assert_eq!(echo["perm"], "read", "autoApprove: true makes tools read (M6)");
+    assert_eq!(echo["timeout_secs"], 60);
+
+    agent(&env)
+        .args(["tools", "call", "mcp__t__echo", "--args", r#"{"text":"hi"}"#])
+        .assert()
+        .success()
+        .stdout("echo: hi\n");
+    agent(&env)
+        .args(["tools", "call", "mcp__t__fail"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("it failed on purpose"));
+    agent(&env)
+        .args(["tools", "call", "mcp__t__echo", "--args", r#"{"text":3}"#])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("invalid arguments"));
+    agent(&env)
+        .args(["tools", "call", "mcp__t__crash"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "server t exited: crashing on purpose in the middle of a call",
+        ));
+}
+
+#[test]
+fn untrusted_workspace_mcp_json_is_not_started() {
+    // E5/T1: <ws>/.agent/mcp.json only after trust. A fresh config dir trusts nothing.
+    let env = env_with(json!({}));
+    let tag = format!("ws-untrusted-{}", std::process::id());
+    let agent_dir = env.workspace.join(".agent");
+    std::fs::create_dir_all(&agent_dir).unwrap();
+    std::fs::write(
+        agent_dir.join("mcp.json"),
+        serde_json::to_string(
+            &json!({"mcpServers": {"wsserver": {"command": test_server_str(), "args": ["serve", tag]}}}),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let list = list_json(&mut agent(&env));
+    assert!(list.iter().all(|s| s["name"] != "wsserver"), "{list:?}");
+    assert!(processes_with_arg(&tag).is_empty());
+    // The library view: discovery must not hand the workspace file to the MCP layer.
+    std::env::set_var("XDG_CONFIG_HOME", &env.config);
+    let loaded = cst_agent::discovery::load(&cst_agent::discovery::LoadOptions {
+        workspace: env.workspace.clone(),
+        profile: cst_agent::discovery::ToolsProfile::Default,
+    });
+    assert!(
+        loaded.mcp_sources.iter().all(|s| !s.file.starts_with(&env.workspace)),
+        "untrusted workspace mcp.json reached the MCP layer"
+    );
+}
+
+#[test]
+fn minimal_profile_starts_nothing() {
+    let tag = format!("minimal-{}", std::process::id());
+    let env = env_with(json!({"t": {"command": test_server_str(), "args": ["serve", tag]}}));
+    let list = list_json(agent(&env).args(["--tools", "minimal"]));
+    assert!(list.is_empty(), "E1: --tools minimal loads no MCP server: {list:?}");
+}
+
+/// A third-party peer installed by `.ci/run`; a missing one is a failure, not a skip.
+fn peer(env_var: &str, rel: &str, install: &str) -> String {
+    let path = std::env::var(env_var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| peers_dir().join(rel));
+    assert!(
+        Path::new(&path).exists(),
+        "third-party MCP server missing at {} (set {env_var} or CST_MCP_PEERS; install with: {install})",
+        path.display()
+    );
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn third_party_server_everything_npm() {
+    let bin = peer(
+        "CST_MCP_EVERYTHING",
+        "node_modules/.bin/mcp-server-everything",
+        "npm install --prefix <peers> @modelcontextprotocol/server-everything@2026.8.31",
+    );
+    let env = env_with(json!({"everything": {"command": bin, "args": ["stdio"]}}));
+    let list = list_json(&mut agent(&env));
+    let e = find(&list, "everything");
+    assert_eq!(e["status"], "ready", "{e}");
+    assert!(e["tools"].as_array().unwrap().contains(&json!("mcp__everything__echo")));
+    agent(&env)
+        .args([
+            "tools",
+            "call",
+            "mcp__everything__echo",
+            "--args",
+            r#"{"message":"hi from cst"}"#,
+        ])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("Echo: hi from cst"));
+    agent(&env)
+        .args([
+            "tools",
+            "call",
+            "mcp__everything__get-sum",
+            "--args",
+            r#"{"a":2,"b":40}"#,
+        ])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("42"));
+}
+
+#[test]
+fn third_party_server_time_pypi() {
+    let bin = peer(
+        "CST_MCP_SERVER_TIME",
+        "venv/bin/mcp-server-time",
+        "python3 -m venv <peers>/venv && <peers>/venv/bin/pip install mcp-server-time==2026.10.19",
+    );
+    let env = env_with(json!({"time": {"command": bin, "args": ["--local-timezone", "UTC"]}}));
+    let list = list_json(&mut agent(&env));
+    let t = find(&list, "time");
+    assert_eq!(t["status"], "ready", "{t}");
+    assert!(t["tools"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("mcp__time__get_current_time")));
+    agent(&env)
+        .args([
+            "tools",
+            "call",
+            "mcp__time__get_current_time",
+            "--args",
+            r#"{"timezone":"UTC"}"#,
+        ])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("\"timezone\"").and(predicates::str::contains("UTC")));
+}

@@ -1,0 +1,245 @@
+//! The hostile test plugin against the sandbox (H2, D13): every escape is denied, every limit
+//! stops the guest with a plain reason, and after every trap the next call of the same plugin
+//! (same cached `InstancePre`, same process) works.
+
+mod wasm_common;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use cst_agent::plugins::{install, load_plugin_dir};
+use cst_agent::tools::{CallError, Registry, ToolContext};
+use serde_json::{json, Value};
+use wasm_common::{wasm, Env};
+
+static CACHE: Once = Once::new();
+
+/// The library reads the cache dir from XDG_CACHE_HOME; set it once for this test binary.
+fn init_cache() {
+    CACHE.call_once(|| {
+        let dir = tempfile::tempdir().expect("tempdir").keep();
+        std::env::set_var("XDG_CACHE_HOME", dir);
+    });
+}
+
+struct Loaded {
+    env: Env,
+    registry: Arc<Registry>,
+}
+
+impl Loaded {
+    fn ctx(&self) -> ToolContext {
+        ToolContext::new(std::fs::canonicalize(self.env.ws()).unwrap())
+    }
+    async fn call(&self, tool: &str, args: Value) -> Result<String, CallError> {
+        self.registry.call(tool, args, &self.ctx()).await
+    }
+    async fn echo_works(&self, after: &str) {
+        let r = self.call("hostile_echo", json!({"text": "still alive"})).await;
+        assert_eq!(r, Ok("still alive".to_string()), "the call after {after} must work");
+    }
+}
+
+/// Install the hostile component with `manifest` (name/wasm filled in) and load it.
+async fn load(manifest: Value) -> Loaded {
+    init_cache();
+    let env = Env::new();
+    let mut m = manifest;
+    m["name"] = json!("hostile-test");
+    m["wasm"] = json!("hostile-test.wasm");
+    let src = env.plugin_dir("hostile-test", &wasm("hostile_test"), m);
+    let ws = std::fs::canonicalize(env.ws()).unwrap();
+    let done = install::install(&src, &env.plugins_dir(), &ws)
+        .await
+        .expect("install hostile-test");
+    let registry = Arc::new(Registry::new());
+    let mut warnings = Vec::new();
+    load_plugin_dir(&done.dir, &registry, &mut warnings).expect("load");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    Loaded { env, registry }
+}
+
+fn failed_message(r: Result<String, CallError>) -> String {
+    match r {
+        Err(CallError::Failed { message, .. }) => message,
+        other => panic!("expected a tool failure, got {other:?}"),
+    }
+}
+
+fn outside_secret(env: &Env) -> PathBuf {
+    let p = env.tmp.path().join("secret.txt");
+    std::fs::write(&p, "TOP SECRET").unwrap();
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escapes_are_denied() {
+    let l = load(json!({"capabilities": ["workspace-read"]})).await;
+    let ws = l.env.ws();
+    std::fs::write(ws.join("inside.txt"), "inside").unwrap();
+    let secret = outside_secret(&l.env);
+
+    // Positive control: the granted workspace is readable, by relative and by /workspace path.
+    assert_eq!(
+        l.call("hostile_read", json!({"path": "inside.txt"})).await,
+        Ok("inside".into())
+    );
+    assert_eq!(
+        l.call("hostile_read", json!({"path": "/workspace/inside.txt"})).await,
+        Ok("inside".into())
+    );
+
+    // An absolute host path is outside every preopen.
+    let m = failed_message(l.call("hostile_read", json!({"path": secret.to_string_lossy()})).await);
+    assert!(m.contains("No such file"), "{m}");
+    // `..` out of the workspace.
+    for p in ["../secret.txt", "/workspace/../secret.txt", "./../secret.txt"] {
+        let m = failed_message(l.call("hostile_read", json!({"path": p})).await);
+        assert!(m.contains("Operation not permitted"), "{p}: {m}");
+    }
+    // A symlink inside the workspace pointing outside it (absolute and relative).
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&secret, ws.join("abs-link")).unwrap();
+        std::os::unix::fs::symlink("../secret.txt", ws.join("rel-link")).unwrap();
+        for p in ["abs-link", "rel-link"] {
+            let m = failed_message(l.call("hostile_read", json!({"path": p})).await);
+            assert!(m.contains("Operation not permitted"), "{p}: {m}");
+            assert!(!m.contains("TOP SECRET"));
+        }
+    }
+    // A write with only workspace-read.
+    let m = failed_message(
+        l.call("hostile_write", json!({"path": "new.txt", "content": "x"}))
+            .await,
+    );
+    assert!(m.contains("Operation not permitted"), "{m}");
+    assert!(!ws.join("new.txt").exists());
+    // An environment variable that was not granted; nothing of the host's env or args leaks.
+    std::env::set_var("CST_HOSTILE_SECRET", "leaked");
+    let m = failed_message(l.call("hostile_env", json!({"name": "CST_HOSTILE_SECRET"})).await);
+    assert!(m.contains("not found") && m.contains("vars=0 args=0"), "{m}");
+    l.echo_works("the denied calls").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn granted_capabilities_work() {
+    std::env::set_var("CST_TEST_GRANTED", "granted-value");
+    std::env::set_var("CST_HOSTILE_SECRET", "leaked");
+    let l = load(json!({"capabilities": ["workspace-write", "env:CST_TEST_GRANTED"]})).await;
+    let r = l
+        .call("hostile_write", json!({"path": "new.txt", "content": "written"}))
+        .await;
+    assert_eq!(r, Ok("wrote new.txt".into()));
+    assert_eq!(std::fs::read_to_string(l.env.ws().join("new.txt")).unwrap(), "written");
+    let r = l.call("hostile_env", json!({"name": "CST_TEST_GRANTED"})).await;
+    assert_eq!(r, Ok("CST_TEST_GRANTED=granted-value (vars=1 args=0)".into()));
+    let m = failed_message(l.call("hostile_env", json!({"name": "CST_HOSTILE_SECRET"})).await);
+    assert!(m.contains("not found"), "{m}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_capability_means_no_filesystem() {
+    let l = load(json!({})).await;
+    std::fs::write(l.env.ws().join("inside.txt"), "inside").unwrap();
+    for p in ["inside.txt", "/workspace/inside.txt", "."] {
+        let m = failed_message(l.call("hostile_read", json!({"path": p})).await);
+        assert!(m.contains("No such file") || m.contains("not permitted"), "{p}: {m}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_stop_the_guest_and_the_next_call_works() {
+    let l = load(json!({"capabilities": [], "timeout": 1, "limits": {"memory_mb": 64}})).await;
+
+    match l.call("hostile_spin", json!({})).await {
+        Err(CallError::TimedOut { message }) => assert_eq!(message, "timed out after 1 s"),
+        other => panic!("spin: {other:?}"),
+    }
+    l.echo_works("a timeout").await;
+
+    let m = failed_message(l.call("hostile_alloc", json!({"mib": 1024})).await);
+    assert_eq!(m, "memory limit of 64 MiB exceeded");
+    l.echo_works("the memory cap").await;
+    // Under the cap is fine.
+    let r = l
+        .call("hostile_alloc", json!({"mib": 16}))
+        .await
+        .expect("16 MiB under a 64 MiB cap");
+    assert!(r.starts_with("allocated 16 MiB"), "{r}");
+
+    let m = failed_message(l.call("hostile_recurse", json!({"n": 100_000_000u64})).await);
+    assert_eq!(m, "stack overflow");
+    l.echo_works("a stack overflow").await;
+
+    // Without a fuel budget a long but finite burn completes.
+    let r = l.call("hostile_burn", json!({"n": 1000})).await.expect("short burn");
+    assert!(r.starts_with("burned 1000"), "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fuel_budget_is_enforced() {
+    let l = load(json!({"limits": {"fuel": 100_000_000u64}})).await;
+    let m = failed_message(l.call("hostile_burn", json!({"n": 1_000_000_000_000u64})).await);
+    assert_eq!(m, "out of fuel");
+    l.echo_works("fuel exhaustion").await;
+    let r = l
+        .call("hostile_burn", json!({"n": 1000}))
+        .await
+        .expect("a small burn fits the budget");
+    assert!(r.starts_with("burned 1000"), "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_stops_a_spinning_guest() {
+    // The epoch callback yields to tokio every tick, so cancellation reaches a guest in a loop.
+    let l = load(json!({"timeout": 600})).await;
+    let ctx = l.ctx();
+    let cancel = ctx.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        cancel.cancel();
+    });
+    let started = std::time::Instant::now();
+    let r = l.registry.call("hostile_spin", json!({}), &ctx).await;
+    assert_eq!(r, Err(CallError::Cancelled("hostile_spin".into())));
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "cancel must not wait for the deadline"
+    );
+    l.echo_works("a cancellation").await;
+}
+
+#[test]
+fn cli_timeout_exit_code_and_guest_output_goes_to_the_log() {
+    let env = Env::new();
+    env.install(&dir_with(&env, json!({"capabilities": [], "timeout": 1})));
+    let (code, _, err) = env.run(&["tools", "call", "hostile_spin"]);
+    assert_eq!(code, 124, "{err}");
+    assert!(err.contains("timed out after 1 s"), "{err}");
+
+    let out = env
+        .cmd(&["tools", "call", "hostile_echo", "--args", r#"{"text":"alive"}"#])
+        .env("CST_LOG", "info")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    // The result is exactly the tool's return value: guest stdout/stderr never mix into it.
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "alive\n");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("guest stdout: alive") && log.contains("guest stderr: alive"),
+        "{log}"
+    );
+    assert!(
+        log.contains("echo called with 5 bytes") && log.contains("hostile-test"),
+        "{log}"
+    );
+}
+
+fn dir_with(env: &Env, mut manifest: Value) -> PathBuf {
+    manifest["name"] = json!("hostile-test");
+    manifest["wasm"] = json!("hostile-test.wasm");
+    env.plugin_dir("hostile-test", &wasm("hostile_test"), manifest)
+}

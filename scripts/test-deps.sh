@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs everything the tests need on a fresh machine (idempotent), then builds the example
+# plugins. Registries only: rustup targets, npm and PyPI packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rustup target add wasm32-wasip2 >/dev/null
+
+# Third-party MCP servers for the MCP tests (M*), installed into target/ (never committed).
+PEERS=target/mcp-peers
+mkdir -p "$PEERS"
+if [ ! -x "$PEERS/node_modules/.bin/mcp-server-everything" ]; then
+  npm install --silent --no-audit --no-fund --prefix "$PEERS" @modelcontextprotocol/server-everything@2026.8.31
+fi
+if [ ! -x "$PEERS/venv/bin/mcp-server-time" ]; then
+  python3 -m venv "$PEERS/venv"
+  "$PEERS/venv/bin/pip" install -q mcp-server-time
+fi
+
+# The Python shim with componentize-py, for the Python example's wasm build (issue 7).
+PYVENV=target/py-venv
+if [ ! -x "$PYVENV/bin/componentize-py" ]; then
+  python3 -m venv "$PYVENV"
+  "$PYVENV/bin/pip" install -q './sdk-python-shim[wasm]'
+fi
+
+bash example-plugins/build.sh
+PYTHON="$PYVENV/bin/python" bash example-plugins/csv-summary/build.sh
