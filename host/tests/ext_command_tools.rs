@@ -105,6 +105,8 @@ fn p10_nonzero_exit_is_a_failure_with_the_output_and_code() {
     assert!(err.contains("partial\noops") && err.contains("exit code 7"), "{err}");
 }
 
+// Survivors are found through /proc.
+#[cfg(target_os = "linux")]
 #[test]
 fn p7_timeout_is_124_and_the_group_is_gone() {
     let env = Env::new();
@@ -226,7 +228,12 @@ fn e1_minimal_profile_loads_no_extension() {
         .output()
         .unwrap();
     assert!(o.status.success());
-    assert_eq!(stdout(&o), "", "minimal loads nothing");
+    // Built-in tools stay; no extension (command, wasm, skill tool) is loaded.
+    let out = stdout(&o);
+    assert!(
+        out.lines().all(|l| l.contains(" builtin ")) && !out.contains("jira") && !out.contains("skill "),
+        "minimal loads no extension: {out}"
+    );
     let o = env.cli().args(["--tools", "minimal", "status"]).output().unwrap();
     assert!(
         stdout(&o).starts_with("0 skills · 0 plugins (0 tools) · 0 MCP servers"),

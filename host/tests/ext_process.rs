@@ -1,5 +1,6 @@
 //! The native process runner (P7, P10): order, cap, bounded memory, deadline, no survivors.
-#![cfg(unix)]
+//! Linux only because survivors are found through /proc.
+#![cfg(target_os = "linux")]
 
 use std::path::Path;
 use std::time::Duration;

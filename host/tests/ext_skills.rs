@@ -261,5 +261,12 @@ fn e1_minimal_profile_has_no_skills_or_skill_tool() {
     let mut opts = env.opts();
     opts.profile = discovery::ToolsProfile::Minimal;
     let l = discovery::load(&opts);
-    assert!(l.skills.is_empty() && l.registry.is_empty() && l.mcp_sources.is_empty() && l.warnings.is_empty());
+    assert!(l.skills.is_empty() && l.mcp_sources.is_empty() && l.warnings.is_empty());
+    // Built-in tools stay; the `skill` tool and every extension tool are absent.
+    assert!(!l.registry.contains("skill"));
+    assert!(l
+        .registry
+        .specs()
+        .iter()
+        .all(|s| s.source.kind == cst_agent::tools::SourceKind::Builtin));
 }

@@ -65,7 +65,7 @@ fn t1_t2_hostile_workspace_runs_nothing_until_trusted() {
         .env("XDG_CONFIG_HOME", &env.config_home)
         .args(["--workspace"])
         .arg(&link)
-        .args(["trust"])
+        .args(["plugins", "trust"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -86,7 +86,7 @@ fn t1_t2_hostile_workspace_runs_nothing_until_trusted() {
     assert!(marker.exists(), "trusted workspace tools load and run");
 
     // Untrust through the real path: the symlinked path is the same workspace.
-    let o = env.cli().args(["untrust"]).output().unwrap();
+    let o = env.cli().args(["plugins", "untrust"]).output().unwrap();
     assert!(o.status.success());
     let mut c = assert_cmd::Command::cargo_bin("cst-agent").unwrap();
     let o = c
@@ -196,7 +196,7 @@ fn e2_broken_settings_reported_with_path_and_line_and_never_overwritten() {
     let path = env.config().join("settings.json");
     let broken = "{\n  \"trusted_workspaces\": [],\n  \"theme\": oops\n}\n";
     std::fs::write(&path, broken).unwrap();
-    let o = env.cli().args(["trust"]).output().unwrap();
+    let o = env.cli().args(["plugins", "trust"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(err.contains(&format!("{}:3:", path.display())), "{err}");

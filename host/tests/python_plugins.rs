@@ -7,7 +7,10 @@ use std::process::Output;
 use assert_cmd::Command;
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo root")
+        .to_path_buf()
 }
 
 fn example() -> PathBuf {
@@ -35,13 +38,21 @@ impl Setup {
         let tmp = tempfile::tempdir().expect("tempdir");
         let workspace = tmp.path().join("ws");
         std::fs::create_dir_all(&workspace).expect("mkdir");
-        std::fs::write(workspace.join("data.csv"), "city,temp,rain\nOslo,3.5,12\nLima,19,\nCairo,28.25,0\n")
-            .expect("csv");
+        std::fs::write(
+            workspace.join("data.csv"),
+            "city,temp,rain\nOslo,3.5,12\nLima,19,\nCairo,28.25,0\n",
+        )
+        .expect("csv");
         std::fs::write(tmp.path().join("outside.csv"), "secret\n42\n").expect("csv");
         // One cache for these tests: the ~18 MB component is compiled once, then loaded (the cache
         // is keyed by content, so sharing it is safe).
         let cache = repo().join("target/test-component-cache");
-        Self { config: tmp.path().join("config"), cache, workspace, _tmp: tmp }
+        Self {
+            config: tmp.path().join("config"),
+            cache,
+            workspace,
+            _tmp: tmp,
+        }
     }
 
     fn cmd(&self) -> Command {
@@ -54,7 +65,13 @@ impl Setup {
     }
 
     fn install(&self, path: &Path) {
-        let out = self.cmd().arg("plugins").arg("install").arg(path).output().expect("run");
+        let out = self
+            .cmd()
+            .arg("plugins")
+            .arg("install")
+            .arg(path)
+            .output()
+            .expect("run");
         assert!(
             out.status.success(),
             "install {} failed: {}",
@@ -64,7 +81,10 @@ impl Setup {
     }
 
     fn call(&self, tool: &str, args: &str) -> Output {
-        self.cmd().args(["tools", "call", tool, "--args", args]).output().expect("run")
+        self.cmd()
+            .args(["tools", "call", tool, "--args", args])
+            .output()
+            .expect("run")
     }
 }
 
@@ -81,7 +101,11 @@ fn wasm() -> Setup {
 }
 
 fn stdout(o: &Output) -> String {
-    assert!(o.status.success(), "call failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "call failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
@@ -109,7 +133,12 @@ fn same_answers_as_command_and_as_component() {
 fn python_exception_is_a_tool_failure_with_its_message() {
     for s in [classic(), wasm()] {
         let o = s.call("csv_head", r#"{"path": "data.csv", "rows": -1}"#);
-        assert_eq!(o.status.code(), Some(1), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "stderr: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         assert!(String::from_utf8_lossy(&o.stderr).contains("ValueError: rows must not be negative"));
     }
 }
@@ -128,7 +157,12 @@ fn the_component_cannot_read_outside_the_workspace() {
     assert!(stdout(&s.call("csv_summary", r#"{"path": "data.csv"}"#)).contains("\"rows\": 3"));
     for path in ["/etc/passwd", "../outside.csv", "/workspace/../outside.csv"] {
         let o = s.call("csv_summary", &format!(r#"{{"path": "{path}"}}"#));
-        assert_eq!(o.status.code(), Some(1), "{path} must fail: {}", String::from_utf8_lossy(&o.stdout));
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{path} must fail: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
         assert!(!String::from_utf8_lossy(&o.stdout).contains("secret"));
     }
     // A symlink inside the workspace that points outside it is refused too.

@@ -37,9 +37,7 @@ pub async fn run(cli: &Cli, cmd: &ToolsCmd) -> i32 {
     // MCP servers are started (and waited for) only when MCP tools are wanted.
     let mcp = match cmd {
         ToolsCmd::List { .. } => Some(super::mcp::start_and_wait(&loaded).await),
-        ToolsCmd::Call { name, .. } if name.starts_with("mcp__") => {
-            Some(super::mcp::start_and_wait(&loaded).await)
-        }
+        ToolsCmd::Call { name, .. } if name.starts_with("mcp__") => Some(super::mcp::start_and_wait(&loaded).await),
         ToolsCmd::Call { .. } => None,
     };
     let code = run_cmd(cmd, &loaded, workspace).await;
