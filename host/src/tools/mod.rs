@@ -314,7 +314,7 @@ impl Registry {
     }
 
     /// Run one tool call through the common path.
-    pub async fn call(&self, name: &str, args: Value, ctx: &ToolContext) -> Result<String, CallError> {
+    pub async fn call(&self, name: &str, mut args: Value, ctx: &ToolContext) -> Result<String, CallError> {
         let entry = self
             .tools
             .read()
@@ -324,6 +324,7 @@ impl Registry {
             .ok_or_else(|| CallError::UnknownTool(name.to_string()))?;
         let spec = &entry.spec;
 
+        schema::coerce(&spec.input_schema, &mut args); // P8
         let schema = entry.schema.get_or_init(|| InputSchema::compile(&spec.input_schema));
         match schema {
             Ok(schema) => schema.check(&args).map_err(|message| CallError::InvalidArguments {
