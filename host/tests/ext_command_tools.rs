@@ -53,7 +53,8 @@ fn call(env: &Env, tool: &str, args: &str) -> std::process::Output {
 fn p4_p8_p9_argv_file_made_absolute_stdin_json_cwd_and_env() {
     let env = Env::new();
     let dir = std::fs::canonicalize(jira(&env)).unwrap();
-    let o = call(&env, "jira_issue", r#"{"key":"CST-42","comments":3}"#);
+    // P8: `"3"` becomes the integer the schema asks for before it reaches stdin.
+    let o = call(&env, "jira_issue", r#"{"key":"CST-42","comments":"3"}"#);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains(r#"args={"comments":3,"key":"CST-42"}"#), "{out}");
@@ -74,7 +75,7 @@ fn p5_full_json_schema_is_checked_before_the_process_starts() {
         r#"{"comments":1}"#,
         r#"{"key":"nope"}"#,
         r#"{"key":"CST-1","comments":-1}"#,
-        r#"{"key":"CST-1","comments":"3"}"#,
+        r#"{"key":"CST-1","comments":"three"}"#,
     ] {
         let o = call(&env, "jira_issue", bad);
         assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
