@@ -4,6 +4,7 @@
 mod core_section;
 mod ext_section;
 mod mcp_section;
+mod python_section;
 mod wasm_section;
 
 use std::time::Duration;
@@ -57,6 +58,7 @@ fn main() {
     };
     eprintln!("running bench sections...");
     wasm_section::run(&bench);
+    python_section::run(&bench);
     // The other sections print their own tables.
     ext_section::run();
     mcp_section::run();
