@@ -51,7 +51,9 @@ pub fn run(b: &Bench) {
 
     // Warm call of the component through the registry.
     let plugins_dir = tmp.path().join("config/cst-agent/plugins");
-    let installed = b.rt.block_on(install::install(&example.join("wasm"), &plugins_dir, &ws)).expect("install");
+    let installed =
+        b.rt.block_on(install::install(&example.join("wasm"), &plugins_dir, &ws))
+            .expect("install");
     let registry = Arc::new(Registry::new());
     load_plugin_dir(&installed.dir, &registry, &mut Vec::new()).expect("load");
     let ctx = ToolContext::new(ws.clone());
@@ -69,7 +71,11 @@ pub fn run(b: &Bench) {
         }
     });
     let wasm_p50 = percentile(&mut samples, 50.0);
-    b.row("python tool as a component, warm call p50", fmt(wasm_p50), format!("n={n}"));
+    b.row(
+        "python tool as a component, warm call p50",
+        fmt(wasm_p50),
+        format!("n={n}"),
+    );
 
     // The same tool as a classic plugin.json command: a spawned python3 process.
     let python = which_python();
@@ -85,7 +91,12 @@ pub fn run(b: &Bench) {
             .stdout(Stdio::piped())
             .spawn()
             .expect("spawn python3");
-        child.stdin.take().expect("stdin").write_all(args.to_string().as_bytes()).expect("write");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(args.to_string().as_bytes())
+            .expect("write");
         let out = child.wait_with_output().expect("wait");
         assert!(out.status.success());
         spawns.push(t.elapsed());
@@ -94,7 +105,11 @@ pub fn run(b: &Bench) {
     b.row(
         "python tool as a spawned python3, p50",
         fmt(spawn_p50),
-        format!("n={n}; {}; ratio {:.1}x", python, spawn_p50.as_secs_f64() / wasm_p50.as_secs_f64()),
+        format!(
+            "n={n}; {}; ratio {:.1}x",
+            python,
+            spawn_p50.as_secs_f64() / wasm_p50.as_secs_f64()
+        ),
     );
 }
 

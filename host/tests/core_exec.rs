@@ -605,16 +605,12 @@ fn wasm_tool_call() {
         .find(|t| t["source"] == "wasm")
         .unwrap_or_else(|| panic!("no wasm tool after install: {tools:?}"));
     let name = tool["name"].as_str().unwrap().to_string();
-    // Fill every required string argument with the workspace file's name.
-    let mut args = serde_json::Map::new();
-    for r in tool["input_schema"]["required"].as_array().cloned().unwrap_or_default() {
-        let key = r.as_str().unwrap().to_string();
-        args.insert(key, json!("notes.txt"));
-    }
+    assert_eq!(name, "text_stats");
+    let args = json!({"paths": ["notes.txt"]});
     probe.finish_allow_unused();
 
     let server = ScriptedServer::start(vec![
-        Reply::calls(vec![call("w1", &name, Value::Object(args))]),
+        Reply::calls(vec![call("w1", &name, args)]),
         Reply::text("Counted."),
     ]);
     // The same config dir (the plugin is installed there); only the model URL changes.

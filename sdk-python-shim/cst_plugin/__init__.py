@@ -116,6 +116,5 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # every failure becomes a tool failure with its message
         print(f"error: {error_message(exc)}", file=sys.stderr)
         sys.exit(1)
+    # Exactly the result, like the component returns it (no newline added).
     sys.stdout.write(out)
-    if out and not out.endswith("\n"):
-        sys.stdout.write("\n")

@@ -72,11 +72,12 @@ pub fn coerce(schema: &Value, value: &mut Value) {
             let t = text.trim();
             let typed = match schema.get("type").and_then(Value::as_str) {
                 Some("integer") => t.parse::<i64>().ok().map(Value::from),
-                Some("number") => t
-                    .parse::<i64>()
-                    .ok()
-                    .map(Value::from)
-                    .or_else(|| t.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number)),
+                Some("number") => t.parse::<i64>().ok().map(Value::from).or_else(|| {
+                    t.parse::<f64>()
+                        .ok()
+                        .and_then(serde_json::Number::from_f64)
+                        .map(Value::Number)
+                }),
                 Some("boolean") => match t {
                     "true" => Some(Value::Bool(true)),
                     "false" => Some(Value::Bool(false)),
