@@ -40,7 +40,8 @@ pub async fn run(cli: &Cli, cmd: &PluginsCmd) -> i32 {
                 let tools = if done.tools.is_empty() {
                     String::new()
                 } else {
-                    format!(" ({} tools: {})", done.tools.len(), done.tools.join(", "))
+                    let n = done.tools.len();
+                    format!(" ({n} tool{}: {})", if n == 1 { "" } else { "s" }, done.tools.join(", "))
                 };
                 println!("installed {}{tools} into {}", done.name, done.dir.display());
                 exit::OK
