@@ -41,7 +41,11 @@ pub async fn run(cli: &Cli, cmd: &PluginsCmd) -> i32 {
                     String::new()
                 } else {
                     let n = done.tools.len();
-                    format!(" ({n} tool{}: {})", if n == 1 { "" } else { "s" }, done.tools.join(", "))
+                    format!(
+                        " ({n} tool{}: {})",
+                        if n == 1 { "" } else { "s" },
+                        done.tools.join(", ")
+                    )
                 };
                 println!("installed {}{tools} into {}", done.name, done.dir.display());
                 exit::OK

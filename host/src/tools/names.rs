@@ -6,8 +6,14 @@ pub const MAX_TOOL_NAME_BYTES: usize = 63;
 /// Apply P2: every character outside `[A-Za-z0-9_-]` becomes one `_`; then cut to 63 bytes.
 /// The result is pure ASCII, so the cut never splits a UTF-8 character.
 pub fn sanitize_tool_name(raw: &str) -> String {
-    let mut out: String = raw
-        .chars()
+    let mut out = replace_disallowed(raw);
+    out.truncate(MAX_TOOL_NAME_BYTES);
+    out
+}
+
+/// P2's character rule alone: every character outside `[A-Za-z0-9_-]` becomes one `_`.
+fn replace_disallowed(raw: &str) -> String {
+    raw.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
                 c
@@ -15,25 +21,14 @@ pub fn sanitize_tool_name(raw: &str) -> String {
                 '_'
             }
         })
-        .collect();
-    out.truncate(MAX_TOOL_NAME_BYTES);
-    out
+        .collect()
 }
 
 /// Sanitize, and when the result is longer than 63 bytes keep a readable prefix plus a short
 /// stable hash of the whole raw name, so two long names that share a prefix stay distinct
 /// (used for `mcp__<server>__<tool>`, M8).
 pub fn fit_tool_name(raw: &str) -> String {
-    let full: String = raw
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let full = replace_disallowed(raw);
     if full.len() <= MAX_TOOL_NAME_BYTES {
         return full;
     }
