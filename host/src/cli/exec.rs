@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::Cli;
 use crate::approvals::ApprovalMode;
 use crate::core::{self, Event, Op, SessionConfig, TurnEnd, DEFAULT_MAX_STEPS};
-use crate::discovery::{self, LoadOptions};
+use crate::discovery;
 use crate::model::{ModelClient, ModelConfig, ModelOverrides};
 
 /// Exit codes of `exec` (documented in docs/headless.md).
@@ -166,14 +166,9 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         }
     };
 
-    let loaded = discovery::load(&LoadOptions {
-        workspace: workspace.clone(),
-        profile: cli.tools,
-    });
+    let loaded = cli.load();
     eprintln!("{}", discovery::summary_line(&loaded));
-    for w in &loaded.warnings {
-        eprintln!("warning: {w}");
-    }
+    super::print_warnings(&loaded.warnings);
     // M7: a headless run waits (up to 30 s) for MCP servers that are still starting.
     let mut mcp_warnings = Vec::new();
     let mcp = crate::mcp::start(loaded.registry.clone(), &loaded.mcp_sources, &mut mcp_warnings);

@@ -4,7 +4,7 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 
 use super::{exit, Cli};
-use crate::discovery::{self, LoadOptions, Loaded};
+use crate::discovery::Loaded;
 use crate::mcp::{self, McpManager};
 
 #[derive(Debug, Subcommand)]
@@ -30,13 +30,8 @@ pub async fn start_and_wait(loaded: &Loaded) -> McpManager {
 }
 
 pub async fn run(cli: &Cli, cmd: &McpCmd) -> i32 {
-    let loaded = discovery::load(&LoadOptions {
-        workspace: cli.workspace_dir(),
-        profile: cli.tools,
-    });
-    for w in &loaded.warnings {
-        eprintln!("warning: {w}");
-    }
+    let loaded = cli.load();
+    super::print_warnings(&loaded.warnings);
     let manager = start_and_wait(&loaded).await;
     let servers = manager.servers();
     match cmd {

@@ -52,7 +52,22 @@ pub enum Command {
     Status,
 }
 
+/// Print load warnings (broken files, clashes) to stderr, one a line.
+pub fn print_warnings(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
 impl Cli {
+    /// Discover this session's extensions (E1–E7) for the chosen workspace and profile.
+    pub fn load(&self) -> crate::discovery::Loaded {
+        crate::discovery::load(&crate::discovery::LoadOptions {
+            workspace: self.workspace_dir(),
+            profile: self.tools,
+        })
+    }
+
     pub fn workspace_dir(&self) -> PathBuf {
         let ws = self.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
         std::fs::canonicalize(&ws).unwrap_or(ws)

@@ -2,17 +2,12 @@
 //! untrusted workspace with `.agent/plugins` or `.agent/mcp.json`, the T1 hint.
 
 use super::{exit, Cli};
-use crate::discovery::{self, LoadOptions};
+use crate::discovery;
 
 pub fn run(cli: &Cli) -> i32 {
     let workspace = cli.workspace_dir();
-    let loaded = discovery::load(&LoadOptions {
-        workspace: workspace.clone(),
-        profile: cli.tools,
-    });
-    for w in &loaded.warnings {
-        eprintln!("warning: {w}");
-    }
+    let loaded = cli.load();
+    super::print_warnings(&loaded.warnings);
     println!("{}", discovery::summary_line(&loaded));
     println!("workspace: {}", workspace.display());
     println!("sandbox: {}", crate::sandbox::status());

@@ -6,7 +6,7 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 
 use super::{exit, Cli};
-use crate::discovery::{self, LoadOptions};
+use crate::discovery;
 use crate::tools::{CallError, ToolContext};
 
 #[derive(Debug, Subcommand)]
@@ -27,13 +27,8 @@ pub enum ToolsCmd {
 
 pub async fn run(cli: &Cli, cmd: &ToolsCmd) -> i32 {
     let workspace = cli.workspace_dir();
-    let loaded = discovery::load(&LoadOptions {
-        workspace: workspace.clone(),
-        profile: cli.tools,
-    });
-    for w in &loaded.warnings {
-        eprintln!("warning: {w}");
-    }
+    let loaded = cli.load();
+    super::print_warnings(&loaded.warnings);
     // MCP servers are started (and waited for) only when MCP tools are wanted.
     let mcp = match cmd {
         ToolsCmd::List { .. } => Some(super::mcp::start_and_wait(&loaded).await),
