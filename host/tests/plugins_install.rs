@@ -10,7 +10,7 @@ use wasm_common::{example_dir, Env};
 fn install_records_metadata_and_reinstall_replaces() {
     let env = Env::new();
     let out = env.install(&example_dir("json-query"));
-    assert!(out.contains("installed json-query (1 tools: json_query)"), "{out}");
+    assert!(out.contains("installed json-query (1 tool: json_query)"), "{out}");
     let dir = env.plugins_dir().join("json-query");
     for f in [
         "plugin.json",
