@@ -106,7 +106,7 @@ async fn round_trip(server: &Path) {
         samples.push(t.elapsed());
     }
     row("stdio tools/call round trip (echo, via Registry::call)", &mut samples);
-    println!("| wasm call of the same work | (measured in the wasm section, not on this branch) | | |");
+    println!("| wasm call of the same work | see the wasm rows (tiny tool via Registry::call) | | |");
     m.shutdown().await;
 }
 
