@@ -148,24 +148,23 @@ fn load_plugins_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec
                 continue;
             }
             // Read the name first so a clashing plugin registers nothing (E7).
-            match PluginManifest::load(&file) {
-                Ok(m) => {
-                    if let Some(first) = by_name.get(&m.name) {
-                        warnings.push(format!(
-                            "plugin `{}` in {} clashes with the plugin of the same name in {}; the first one is kept (E7)",
-                            m.name,
-                            file.display(),
-                            first.display()
-                        ));
-                        continue;
-                    }
-                }
+            let manifest = match PluginManifest::load(&file) {
+                Ok(m) => m,
                 Err(e) => {
                     warnings.push(e.to_string());
                     continue;
                 }
+            };
+            if let Some(first) = by_name.get(&manifest.name) {
+                warnings.push(format!(
+                    "plugin `{}` in {} clashes with the plugin of the same name in {}; the first one is kept (E7)",
+                    manifest.name,
+                    file.display(),
+                    first.display()
+                ));
+                continue;
             }
-            match plugins::load_plugin_dir(&plugin_dir, &loaded.registry, warnings) {
+            match plugins::load_plugin(&plugin_dir, manifest, &loaded.registry, warnings) {
                 Ok(p) => {
                     by_name.insert(p.name.clone(), p.file.clone());
                     loaded

@@ -31,8 +31,18 @@ pub fn load_plugin_dir(
     registry: &Registry,
     warnings: &mut Vec<String>,
 ) -> Result<LoadedPlugin, ManifestError> {
+    let manifest = PluginManifest::load(&dir.join("plugin.json"))?;
+    load_plugin(dir, manifest, registry, warnings)
+}
+
+/// [`load_plugin_dir`] for a manifest already read (discovery reads it first for the E7 check).
+pub fn load_plugin(
+    dir: &Path,
+    manifest: PluginManifest,
+    registry: &Registry,
+    warnings: &mut Vec<String>,
+) -> Result<LoadedPlugin, ManifestError> {
     let file = dir.join("plugin.json");
-    let manifest = PluginManifest::load(&file)?;
     let mut loaded = LoadedPlugin {
         name: manifest.name.clone(),
         dir: dir.to_path_buf(),
