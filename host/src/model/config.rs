@@ -5,7 +5,7 @@
 //! { "model": { "base_url": "http://127.0.0.1:11434/v1", "name": "qwen3:8b", "api_key_env": "OLLAMA_KEY" } }
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 
@@ -37,15 +37,10 @@ struct SettingsModel {
     api_key_env: Option<String>,
 }
 
-/// `settings.json` in the config dir (E2).
-pub fn settings_file() -> anyhow::Result<PathBuf> {
-    Ok(crate::config_dir::config_dir()?.join("settings.json"))
-}
-
 impl ModelConfig {
     /// Resolve from the settings file, the environment and the flags.
     pub fn resolve(overrides: &ModelOverrides) -> anyhow::Result<Self> {
-        let file = settings_file()?;
+        let file = crate::settings::settings_path()?;
         Self::resolve_with(&file, overrides, |k| std::env::var(k).ok().filter(|v| !v.is_empty()))
     }
 
@@ -89,14 +84,8 @@ impl ModelConfig {
 
 /// Read the `model` key of settings.json; a missing file is no error, a broken one is.
 fn read_settings_model(file: &Path) -> anyhow::Result<SettingsModel> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(SettingsModel::default()),
-        Err(e) => anyhow::bail!("cannot read {}: {e}", file.display()),
-    };
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{} is not valid JSON: {e}", file.display()))?;
-    match value.get("model") {
+    let settings = crate::settings::Settings::load_from(file)?;
+    match settings.values.get("model") {
         None | Some(serde_json::Value::Null) => Ok(SettingsModel::default()),
         Some(m) => serde_json::from_value(m.clone()).map_err(|e| {
             anyhow::anyhow!(
