@@ -73,6 +73,8 @@ async fn session(turns: usize) -> Measured {
         transcript: true,
         reload: None,
         secrets: Vec::new(),
+        roles: Default::default(),
+        subagent_context: String::new(),
     });
     let start = Instant::now();
     let mut tool_time = Duration::ZERO;

@@ -9,6 +9,7 @@
 //! | `<ws>/.agent/mcp.json` | MCP servers | only when the workspace is trusted |
 //! | `<config>/mcp.json` | MCP servers | always |
 //! | a plugin's `skills` folder and `mcpServers` | skills, MCP servers | with the plugin |
+//! | `<ws>/.agent/agents/*.md`, `<ws>/.claude/agents/*.md`, `<config>/agents/*.md` | sub-agent roles | always |
 //!
 //! `--tools minimal` loads none of them. On a name clash the first wins — workspace, then config
 //! dir, then plugins — and the loser is a warning naming both files; nothing is renamed.
@@ -72,6 +73,9 @@ pub struct Loaded {
     pub shared_skills: SharedSkills,
     /// The index for the system prompt (S3).
     pub skill_index: SkillIndex,
+    /// Sub-agent roles (E6, A1): role files plus the built-ins; empty with `--tools minimal`
+    /// (no `task` tool).
+    pub roles: Arc<crate::subagents::RoleSet>,
     /// Whether the workspace is trusted (T2).
     pub trusted: bool,
     /// T1: set when the workspace is untrusted and has `.agent/plugins` or `.agent/mcp.json`.
@@ -93,6 +97,7 @@ pub fn load(opts: &LoadOptions) -> Loaded {
         warnings: Vec::new(),
         shared_skills: Arc::new(RwLock::new(Vec::new())),
         skill_index: SkillIndex::default(),
+        roles: Arc::new(crate::subagents::RoleSet::from_roles(Vec::new())),
         trusted: false,
         untrusted_hint: None,
         fingerprints: BTreeMap::new(),
@@ -104,8 +109,24 @@ pub fn load(opts: &LoadOptions) -> Loaded {
     let mut warnings = Vec::new();
     load_plugins_into(&mut loaded, opts, &mut warnings);
     load_skills_into(&mut loaded, opts, &mut warnings);
+    load_roles_into(&mut loaded, opts, &mut warnings);
     loaded.warnings.extend(warnings);
     loaded
+}
+
+/// Sub-agent roles (E6, A1); text, so not subject to trust (T3).
+fn load_roles_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<String>) {
+    let config = config_dir(&mut Vec::new()); // already reported by the plugin loader
+    let dirs = crate::subagents::role_dirs(&opts.workspace, config.as_deref());
+    let roles = crate::subagents::load_roles(&dirs, warnings);
+    for name in roles.index().left_out {
+        warnings.push(format!(
+            "sub-agent role `{name}` left out of the role index: the index is limited to {} bytes; \
+             `task` can still run it by name",
+            skills::MAX_INDEX_BYTES
+        ));
+    }
+    loaded.roles = Arc::new(roles);
 }
 
 fn config_dir(warnings: &mut Vec<String>) -> Option<PathBuf> {

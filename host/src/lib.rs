@@ -16,6 +16,7 @@ pub mod process;
 pub mod sandbox;
 pub mod settings;
 pub mod skills;
+pub mod subagents;
 pub mod tools;
 pub mod transcript;
 pub mod trust;

@@ -92,9 +92,14 @@ fn now_ms() -> u64 {
 impl Transcript {
     /// Create `<workspace>/.agent/sessions/<session_id>/main.jsonl`.
     pub fn create(workspace: &Path, session_id: &str, redactor: Redactor) -> std::io::Result<Self> {
-        let dir = workspace.join(".agent").join("sessions").join(session_id);
-        std::fs::create_dir_all(&dir)?;
-        let path = dir.join("main.jsonl");
+        let dir = crate::subagents::transcripts::session_dir(workspace, session_id);
+        Self::create_in(&dir, "main.jsonl", redactor)
+    }
+
+    /// Create `dir/file_name` (a sub-agent's `sub-N.jsonl` beside `main.jsonl`).
+    pub fn create_in(dir: &Path, file_name: &str, redactor: Redactor) -> std::io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(file_name);
         let file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
         Ok(Self {
             path,
@@ -140,14 +145,16 @@ impl Transcript {
         result: &str,
         duration: Duration,
         outcome: &str,
+        subagent_transcript: Option<&str>,
     ) {
-        self.record(
-            "tool_call",
-            json!({
-                "call_id": call_id, "tool": tool, "source": source, "args": args,
-                "result": result, "duration_ms": duration.as_secs_f64() * 1000.0, "outcome": outcome,
-            }),
-        );
+        let mut fields = json!({
+            "call_id": call_id, "tool": tool, "source": source, "args": args,
+            "result": result, "duration_ms": duration.as_secs_f64() * 1000.0, "outcome": outcome,
+        });
+        if let Some(file) = subagent_transcript {
+            fields["subagent_transcript"] = Value::String(file.into());
+        }
+        self.record("tool_call", fields);
     }
 
     pub fn error(&self, message: &str) {

@@ -2,117 +2,15 @@
 //! (`cst-test-support`). The server checks every request's invariants (tool calls answered once,
 //! role order); `finish()` fails the test on any violation.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use cst_test_support::{call, Reply, ScriptedServer};
 use serde_json::{json, Value};
 
-const KEY: &str = "sk-test-secret-4242";
-
-struct Fixture {
-    ws: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-impl Fixture {
-    fn new(server: &ScriptedServer) -> Self {
-        let f = Self {
-            ws: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
-        };
-        let cfg = f.config_dir();
-        std::fs::create_dir_all(&cfg).unwrap();
-        std::fs::write(
-            cfg.join("settings.json"),
-            json!({"model": {"base_url": server.url(), "name": "test-model", "api_key_env": "CST_TEST_KEY"}})
-                .to_string(),
-        )
-        .unwrap();
-        f
-    }
-
-    fn ws(&self) -> PathBuf {
-        std::fs::canonicalize(self.ws.path()).unwrap()
-    }
-
-    fn config_dir(&self) -> PathBuf {
-        self.home.path().join("config").join("cst-agent")
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_cst-agent"));
-        c.arg("--workspace").arg(self.ws.path());
-        c.args(args);
-        c.env("XDG_CONFIG_HOME", self.home.path().join("config"))
-            .env("XDG_CACHE_HOME", self.home.path().join("cache"))
-            .env("CST_TEST_KEY", KEY)
-            .env_remove("CST_MODEL")
-            .env_remove("CST_BASE_URL")
-            .env_remove("OPENAI_API_KEY")
-            .stdin(Stdio::null());
-        c
-    }
-
-    /// Run to completion (killed after 60 s so a hang fails instead of blocking CI).
-    fn run(&self, args: &[&str]) -> Output {
-        let child = self
-            .cmd(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        wait_output(child, Duration::from_secs(60))
-    }
-
-    /// The one transcript of this workspace, parsed.
-    fn transcript(&self) -> Vec<Value> {
-        let sessions = self.ws.path().join(".agent/sessions");
-        let dirs: Vec<PathBuf> = std::fs::read_dir(&sessions)
-            .unwrap_or_else(|e| panic!("{}: {e}", sessions.display()))
-            .map(|e| e.unwrap().path())
-            .collect();
-        assert_eq!(dirs.len(), 1, "{dirs:?}");
-        let text = std::fs::read_to_string(dirs[0].join("main.jsonl")).unwrap();
-        text.lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad transcript line {l}: {e}")))
-            .collect()
-    }
-}
-
-fn wait_output(mut child: std::process::Child, limit: Duration) -> Output {
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "cst-agent did not finish in {limit:?}; stderr:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn assert_summary_first(stderr: &str) {
-    let first = stderr.lines().next().unwrap_or_default();
-    let re = regex::Regex::new(r"^\d+ skills? · \d+ plugins? \(\d+ tools?\) · \d+ MCP servers?$").unwrap();
-    assert!(
-        re.is_match(first),
-        "first stderr line is not the summary (E9): {first:?}\n{stderr}"
-    );
-}
+mod exec_support;
+use exec_support::*;
 
 #[test]
 fn tool_round_trip_answer_and_transcript() {
@@ -435,48 +333,6 @@ fn json_output_follows_its_schema() {
     let transcript = lines[0]["transcript"].as_str().unwrap();
     assert!(Path::new(transcript).starts_with(f.ws()), "{transcript}");
     server.finish();
-}
-
-/// Spawn exec, wait until stderr shows `tool <name>` started, send SIGINT, return the output.
-#[cfg(unix)]
-fn interrupt_during_tool(f: &Fixture, args: &[&str], tool: &str) -> (Output, Duration) {
-    let mut child = f
-        .cmd(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line.clone());
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
-    let wanted = format!("tool {tool} ");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(line) if line.starts_with(&wanted) => break,
-            _ if Instant::now() > deadline => {
-                let _ = child.kill();
-                panic!("the tool call never started");
-            }
-            _ => {}
-        }
-    }
-    // Let the tool get going before the interrupt.
-    std::thread::sleep(Duration::from_millis(300));
-    let sent = Instant::now();
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let mut out = wait_output(child, Duration::from_secs(30));
-    let took = sent.elapsed();
-    out.stderr = reader.join().unwrap().into_bytes();
-    (out, took)
 }
 
 #[cfg(unix)]

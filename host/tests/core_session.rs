@@ -34,6 +34,8 @@ fn session(server: &ScriptedServer, ws: &std::path::Path, mode: ApprovalMode) ->
         transcript: true,
         reload: None,
         secrets: Vec::new(),
+        roles: Default::default(),
+        subagent_context: String::new(),
     })
 }
 

@@ -2,7 +2,8 @@
 //! permission category, and goes through the registry like every other tool.
 //!
 //! Profiles: `--tools minimal` registers read_file, write_file, edit_file, list, grep and
-//! run_shell; `--tools default` adds ask_user (and discovery adds `skill` and the extensions).
+//! run_shell; `--tools default` adds ask_user and `task` (sub-agents, `subagents/task_tool.rs`),
+//! and discovery adds `skill` and the extensions.
 //!
 //! File tools resolve paths against the workspace and refuse paths outside it (after resolving
 //! symlinks) unless the permission gate allowed leaving it (`--approval full`): the gate's
@@ -259,6 +260,9 @@ pub fn register_builtins(registry: &Registry, profile: ToolsProfile, warnings: &
         if let Err(e) = registry.register(spec, Arc::new(Builtin(kind))) {
             warnings.push(e.to_string());
         }
+    }
+    if profile == ToolsProfile::Default {
+        crate::subagents::task_tool::register(registry, warnings);
     }
 }
 

@@ -95,6 +95,22 @@ enum JsonEvent<'a> {
     Warning { message: &'a str },
     #[serde(rename = "error")]
     Error { message: &'a str },
+    #[serde(rename = "subagent.started")]
+    SubAgentStarted {
+        subagent: u32,
+        call_id: &'a str,
+        role: &'a str,
+        description: &'a str,
+        model: &'a str,
+        transcript: Option<String>,
+    },
+    #[serde(rename = "subagent.finished")]
+    SubAgentFinished {
+        subagent: u32,
+        call_id: &'a str,
+        status: &'a str,
+        steps: u32,
+    },
     #[serde(rename = "turn.finished")]
     TurnFinished {
         status: &'a str,
@@ -107,12 +123,13 @@ enum JsonEvent<'a> {
 }
 
 fn status_of(end: &TurnEnd) -> (&'static str, i32) {
-    match end {
-        TurnEnd::Done { .. } => ("done", code::DONE),
-        TurnEnd::MaxSteps { .. } => ("max_steps", code::MAX_STEPS),
-        TurnEnd::Cancelled => ("cancelled", code::CANCELLED),
-        TurnEnd::Failed { .. } => ("error", code::ERROR),
-    }
+    let code = match end {
+        TurnEnd::Done { .. } => code::DONE,
+        TurnEnd::MaxSteps { .. } => code::MAX_STEPS,
+        TurnEnd::Cancelled => code::CANCELLED,
+        TurnEnd::Failed { .. } => code::ERROR,
+    };
+    (end.as_str(), code)
 }
 
 fn read_prompt(arg: &Option<String>) -> Result<String, String> {
@@ -177,7 +194,8 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         eprintln!("warning: {w}");
     }
 
-    let system_prompt = core::prompt::system_prompt(&workspace, &loaded.skills);
+    let system_prompt = core::prompt::system_prompt(&workspace, &loaded.skills, &loaded.roles);
+    let subagent_context = core::prompt::context(&workspace, &loaded.skills);
     let mut session = core::spawn(SessionConfig {
         workspace,
         registry: loaded.registry.clone(),
@@ -189,6 +207,8 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         transcript: true,
         reload: None,
         secrets: Vec::new(),
+        roles: loaded.roles.clone(),
+        subagent_context,
     });
     let _ = session.ops.send(Op::UserTurn { text: prompt });
 
@@ -238,6 +258,11 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
 }
 
 fn json_line(ev: &Event) -> Option<String> {
+    json_value(ev).map(|v| v.to_string())
+}
+
+/// A sub-agent's own events carry `"subagent": N` (schema version 1: an added optional field).
+fn json_value(ev: &Event) -> Option<Value> {
     let transcript;
     let j = match ev {
         Event::SessionStarted {
@@ -295,16 +320,49 @@ fn json_line(ev: &Event) -> Option<String> {
                 error,
             }
         }
+        Event::SubAgentStarted {
+            n,
+            call_id,
+            role,
+            description,
+            model,
+            transcript: t,
+        } => {
+            transcript = t.as_ref().map(|p| p.display().to_string());
+            JsonEvent::SubAgentStarted {
+                subagent: *n,
+                call_id,
+                role,
+                description,
+                model,
+                transcript,
+            }
+        }
+        Event::SubAgentFinished { n, call_id, end, steps } => JsonEvent::SubAgentFinished {
+            subagent: *n,
+            call_id,
+            status: status_of(end).0,
+            steps: *steps,
+        },
+        Event::SubAgent { n, event } => {
+            let mut inner = json_value(event)?;
+            inner["subagent"] = Value::from(*n);
+            return Some(inner);
+        }
         // Headless runs never ask (the gate refuses instead); nothing else is public.
         Event::ApprovalRequested { .. } | Event::SessionClosed => return None,
     };
-    serde_json::to_string(&j).ok()
+    serde_json::to_value(&j).ok()
 }
 
 fn print_human(ev: &Event) {
+    print_human_prefixed(ev, "");
+}
+
+fn print_human_prefixed(ev: &Event, prefix: &str) {
     match ev {
-        Event::Warning { message } => eprintln!("warning: {message}"),
-        Event::Error { message } => eprintln!("error: {message}"),
+        Event::Warning { message } => eprintln!("warning: {prefix}{message}"),
+        Event::Error { message } => eprintln!("error: {prefix}{message}"),
         Event::ToolCallStarted { tool, args, .. } => {
             // Argument names that look like credentials are masked on the terminal too.
             let mut a = crate::transcript::Redactor::default().value(args).to_string();
@@ -316,14 +374,25 @@ fn print_human(ev: &Event) {
                 a.truncate(cut);
                 a.push('…');
             }
-            eprintln!("tool {tool} {a}");
+            eprintln!("{prefix}tool {tool} {a}");
         }
         Event::ToolCallFinished {
             tool,
             outcome,
             duration,
             ..
-        } => eprintln!("tool {tool}: {} ({} ms)", outcome.as_str(), duration.as_millis()),
+        } => eprintln!(
+            "{prefix}tool {tool}: {} ({} ms)",
+            outcome.as_str(),
+            duration.as_millis()
+        ),
+        Event::SubAgentStarted {
+            n, role, description, ..
+        } => eprintln!("task sub-{n} ({role}): {description}"),
+        Event::SubAgent { n, event } => print_human_prefixed(event, &format!("[sub-{n}] ")),
+        Event::SubAgentFinished { n, end, steps, .. } => {
+            eprintln!("task sub-{n}: {} after {steps} model calls", status_of(end).0)
+        }
         _ => {}
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod prompt;
 pub mod protocol;
+mod subagent;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -18,7 +19,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approvals::{ApprovalGate, ApprovalMode};
 use crate::model::{ChatMessage, ModelClient, ModelError, ToolCall, ToolDef};
-use crate::tools::{CallError, Perm, Registry, ToolContext};
+use crate::subagents::task_tool::{is_task_tool, SubAgentHost, TaskArgs};
+pub use crate::subagents::transcripts::{load_subagent_transcript, subagent_transcripts, SubAgentTranscript};
+use crate::subagents::RoleSet;
+use crate::tools::{CallError, Perm, Registry, ToolContext, ToolScope};
 use crate::transcript::{Redactor, Transcript};
 pub use protocol::{ApprovalDecision, Event, Op, Outcome, TurnEnd};
 
@@ -44,6 +48,11 @@ pub struct SessionConfig {
     pub reload: Option<ReloadFn>,
     /// Extra values to redact from the transcript (besides the API key).
     pub secrets: Vec<String>,
+    /// Sub-agent roles for the `task` tool (A1); the built-ins when none were loaded.
+    pub roles: Arc<RoleSet>,
+    /// Workspace root, skills index and AGENTS.md for sub-agents' system prompts
+    /// ([`prompt::context`]).
+    pub subagent_context: String,
 }
 
 /// A front end's side of a running session.
@@ -74,7 +83,7 @@ pub fn spawn(config: SessionConfig) -> SessionHandle {
     let mut secrets = config.secrets.clone();
     secrets.extend(config.model.config().api_key.clone());
     let transcript = if config.transcript {
-        match Transcript::create(&config.workspace, &session_id, Redactor::new(secrets)) {
+        match Transcript::create(&config.workspace, &session_id, Redactor::new(secrets.clone())) {
             Ok(t) => Some(Arc::new(t)),
             Err(e) => {
                 let _ = ev_tx.send(Event::Warning {
@@ -138,14 +147,37 @@ pub fn spawn(config: SessionConfig) -> SessionHandle {
         router_gate.cancel_pending();
     });
 
+    let subagents = Arc::new(subagent::SubAgents {
+        workspace: config.workspace.clone(),
+        registry: config.registry.clone(),
+        model: config.model.clone(),
+        default_max_steps: config.max_steps,
+        gate: gate.clone(),
+        events: ev_tx.clone(),
+        roles: config.roles.clone(),
+        context: config.subagent_context.clone(),
+        transcript_dir: transcript.as_ref().and_then(|t| {
+            t.path()
+                .parent()
+                .map(|d| (d.to_path_buf(), Redactor::new(secrets.clone())))
+        }),
+        next_n: Default::default(),
+        files: Default::default(),
+    });
     let mut agent = Agent {
         history: vec![ChatMessage::System {
             content: config.system_prompt.clone(),
         }],
-        config,
+        workspace: config.workspace.clone(),
+        registry: config.registry.clone(),
+        model: config.model.clone(),
+        max_steps: config.max_steps,
         gate,
         events: ev_tx,
         transcript,
+        scope: None,
+        subagents: Some(subagents),
+        sub: None,
     };
     tokio::spawn(async move {
         let mut last_end = "no turn";
@@ -154,12 +186,7 @@ pub fn spawn(config: SessionConfig) -> SessionHandle {
             *current_cancel.lock().unwrap_or_else(|e| e.into_inner()) = cancel.clone();
             let _ = agent.events.send(Event::TurnStarted);
             let (end, steps) = agent.run_turn(text, &cancel).await;
-            last_end = match &end {
-                TurnEnd::Done { .. } => "done",
-                TurnEnd::MaxSteps { .. } => "max_steps",
-                TurnEnd::Cancelled => "cancelled",
-                TurnEnd::Failed { .. } => "error",
-            };
+            last_end = end.as_str();
             if let Some(t) = &agent.transcript {
                 t.record("turn_end", json!({"reason": last_end, "steps": steps}));
             }
@@ -178,24 +205,40 @@ pub fn spawn(config: SessionConfig) -> SessionHandle {
     }
 }
 
+/// One agent loop: the main agent of a session, or a sub-agent running a `task`.
 struct Agent {
-    config: SessionConfig,
+    workspace: PathBuf,
+    registry: Arc<Registry>,
+    model: ModelClient,
+    max_steps: u32,
     gate: Arc<ApprovalGate>,
     events: mpsc::UnboundedSender<Event>,
     transcript: Option<Arc<Transcript>>,
     history: Vec<ChatMessage>,
+    /// A sub-agent's limits (A2, A3); `None` for the main agent.
+    scope: Option<Arc<ToolScope>>,
+    /// What runs `task` calls; only the main agent has it (A2: no nesting).
+    subagents: Option<Arc<subagent::SubAgents>>,
+    /// `Some(N)` for sub-agent N: its events reach the front end wrapped in [`Event::SubAgent`].
+    sub: Option<u32>,
 }
 
 impl Agent {
     fn emit(&self, ev: Event) {
+        let ev = match self.sub {
+            None => ev,
+            // Sub-agents' text deltas are noise for the parent's front end; the whole message follows.
+            Some(_) if matches!(ev, Event::MessageDelta { .. }) => return,
+            Some(n) => Event::SubAgent { n, event: Box::new(ev) },
+        };
         let _ = self.events.send(ev);
     }
 
     fn tool_defs(&self) -> Vec<ToolDef> {
-        self.config
-            .registry
+        self.registry
             .specs()
             .into_iter()
+            .filter(|s| self.scope.as_ref().is_none_or(|scope| scope.permits(s).is_ok()))
             .map(|s| ToolDef {
                 name: s.name,
                 description: s.description,
@@ -209,22 +252,20 @@ impl Agent {
             t.message("user", &text);
         }
         self.history.push(ChatMessage::User { content: text });
-        let max = self.config.max_steps.max(1);
+        let max = self.max_steps.max(1);
         for step in 1..=max {
             if cancel.is_cancelled() {
                 return (TurnEnd::Cancelled, step - 1);
             }
             let tools = self.tool_defs();
             let events = self.events.clone();
+            let is_sub = self.sub.is_some();
             let mut on_delta = move |d: &str| {
-                let _ = events.send(Event::MessageDelta { text: d.to_string() });
+                if !is_sub {
+                    let _ = events.send(Event::MessageDelta { text: d.to_string() });
+                }
             };
-            let reply = match self
-                .config
-                .model
-                .complete(&self.history, &tools, cancel, &mut on_delta)
-                .await
-            {
+            let reply = match self.model.complete(&self.history, &tools, cancel, &mut on_delta).await {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => return (TurnEnd::Cancelled, step - 1),
                 Err(e) => {
@@ -286,20 +327,14 @@ impl Agent {
         (TurnEnd::MaxSteps { limit: max }, max)
     }
 
-    /// Run one reply's calls: consecutive `read` calls together, others alone, in order.
+    /// Run one reply's calls: consecutive parallel-safe calls together, others alone, in order.
     async fn run_calls(&self, calls: &[ToolCall], cancel: &CancellationToken) -> Vec<String> {
-        let is_read = |c: &ToolCall| {
-            self.config
-                .registry
-                .spec(&c.function.name)
-                .is_some_and(|s| s.perm == Perm::Read)
-        };
         let mut out = Vec::with_capacity(calls.len());
         let mut i = 0;
         while i < calls.len() {
             let mut j = i + 1;
-            if is_read(&calls[i]) {
-                while j < calls.len() && is_read(&calls[j]) {
+            if self.parallel_safe(&calls[i]) {
+                while j < calls.len() && self.parallel_safe(&calls[j]) {
                     j += 1;
                 }
             }
@@ -314,10 +349,30 @@ impl Agent {
         out
     }
 
+    /// `read` tools may run together (P6, M6); a `task` call only when its role is read-only (A3).
+    fn parallel_safe(&self, call: &ToolCall) -> bool {
+        let Some(spec) = self.registry.spec(&call.function.name) else {
+            return false;
+        };
+        if spec.perm != Perm::Read {
+            return false;
+        }
+        if !is_task_tool(&spec) {
+            return true;
+        }
+        let role = parse_args(&call.function.arguments)
+            .ok()
+            .and_then(|a| serde_json::from_value::<TaskArgs>(a).ok());
+        match (role, &self.subagents) {
+            (Some(args), Some(subs)) => subs.roles.get(args.role()).is_some_and(|r| r.readonly),
+            _ => false,
+        }
+    }
+
     /// Run one call through the registry; returns the text for the model.
     async fn run_one(&self, call: &ToolCall, cancel: &CancellationToken) -> String {
         let name = call.function.name.as_str();
-        let spec = self.config.registry.spec(name);
+        let spec = self.registry.spec(name);
         let source = spec
             .as_ref()
             .map(|s| format!("{}:{}", s.source.kind.as_str(), s.source.owner))
@@ -338,11 +393,14 @@ impl Agent {
             Ok(_) if cancel.is_cancelled() => (Outcome::Cancelled, "error: cancelled before it ran".into()),
             Ok(args) => {
                 let ctx = ToolContext {
-                    workspace: self.config.workspace.clone(),
+                    workspace: self.workspace.clone(),
                     cancel: cancel.clone(),
                     gate: Some(self.gate.clone()),
+                    scope: self.scope.clone(),
+                    subagents: self.subagents.clone().map(|s| s as Arc<dyn SubAgentHost>),
+                    call_id: Some(call.id.clone()),
                 };
-                match self.config.registry.call(name, args, &ctx).await {
+                match self.registry.call(name, args, &ctx).await {
                     Ok(text) => (Outcome::Ok, text),
                     Err(e) => {
                         let outcome = match &e {
@@ -362,6 +420,8 @@ impl Agent {
         };
         let duration = start.elapsed();
         if let Some(t) = &self.transcript {
+            // The entry of a `task` call names the sub-agent's transcript file (A6).
+            let subagent_file = self.subagents.as_ref().and_then(|s| s.file_of(&call.id));
             t.tool_call(
                 &call.id,
                 name,
@@ -370,6 +430,7 @@ impl Agent {
                 &output,
                 duration,
                 outcome.as_str(),
+                subagent_file.as_deref(),
             );
         }
         self.emit(Event::ToolCallFinished {

@@ -76,6 +76,18 @@ pub enum TurnEnd {
     },
 }
 
+impl TurnEnd {
+    /// `done`, `max_steps`, `cancelled`, `error` — as transcripts and `exec --json` name it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TurnEnd::Done { .. } => "done",
+            TurnEnd::MaxSteps { .. } => "max_steps",
+            TurnEnd::Cancelled => "cancelled",
+            TurnEnd::Failed { .. } => "error",
+        }
+    }
+}
+
 /// Something that happened in the session.
 #[derive(Debug, Clone)]
 pub enum Event {
@@ -124,6 +136,29 @@ pub enum Event {
         message: String,
     },
     TurnFinished {
+        end: TurnEnd,
+        steps: u32,
+    },
+    /// A `task` call started sub-agent `n` (numbered from 1 in the session, as its `sub-N.jsonl`).
+    SubAgentStarted {
+        n: u32,
+        /// The parent's `task` call.
+        call_id: String,
+        role: String,
+        description: String,
+        model: String,
+        transcript: Option<std::path::PathBuf>,
+    },
+    /// Something sub-agent `n` did (its messages, tool calls, warnings and errors). Its approval
+    /// requests are not wrapped: they come as [`Event::ApprovalRequested`] like the main agent's.
+    SubAgent {
+        n: u32,
+        event: Box<Event>,
+    },
+    /// Sub-agent `n` ended; its report went back to the parent as the `task` result.
+    SubAgentFinished {
+        n: u32,
+        call_id: String,
         end: TurnEnd,
         steps: u32,
     },

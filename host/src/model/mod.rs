@@ -138,6 +138,13 @@ impl ModelClient {
         &self.config
     }
 
+    /// The same provider (URL, key, HTTP client) with another model name (a role's `model`).
+    pub fn with_model(&self, name: &str) -> Self {
+        let mut c = self.clone();
+        c.config.name = name.to_string();
+        c
+    }
+
     /// The request body for `messages` and `tools` (streaming on).
     pub fn request_body(&self, messages: &[ChatMessage], tools: &[ToolDef]) -> Value {
         let mut body = json!({

@@ -43,16 +43,21 @@ pub const MAX_INDEX_DESCRIPTION_BYTES: usize = 256;
 /// it, is left out (so the index is always a prefix of the list). Left-out skills can still be
 /// loaded with `skill(name)`; the caller warns about each one.
 pub fn render_index(skills: &[Skill]) -> SkillIndex {
+    render_named_index(skills.iter().map(|s| (s.name.as_str(), s.description.as_str())))
+}
+
+/// The same rule for any `(name, description)` list (the sub-agent role index uses it too).
+pub fn render_named_index<'a>(items: impl IntoIterator<Item = (&'a str, &'a str)>) -> SkillIndex {
     let mut text = String::new();
     let mut left_out = Vec::new();
-    for s in skills {
+    for (name, description) in items {
         if !left_out.is_empty() {
-            left_out.push(s.name.clone());
+            left_out.push(name.to_string());
             continue;
         }
-        let line = format!("- {}: {}\n", s.name, cut(&s.description, MAX_INDEX_DESCRIPTION_BYTES));
+        let line = format!("- {}: {}\n", name, cut(description, MAX_INDEX_DESCRIPTION_BYTES));
         if text.len() + line.len() > MAX_INDEX_BYTES {
-            left_out.push(s.name.clone());
+            left_out.push(name.to_string());
         } else {
             text.push_str(&line);
         }
@@ -80,7 +85,7 @@ struct Frontmatter {
 }
 
 /// A SKILL.md split into frontmatter text (if any) and body.
-fn split_frontmatter(text: &str) -> (Option<&str>, &str) {
+pub(crate) fn split_frontmatter(text: &str) -> (Option<&str>, &str) {
     let t = text.strip_prefix('\u{feff}').unwrap_or(text);
     let Some(rest) = t.strip_prefix("---\n").or_else(|| t.strip_prefix("---\r\n")) else {
         return (None, t);
@@ -138,12 +143,12 @@ pub fn parse_skill(dir: &Path, file: &Path, text: &str, warnings: &mut Vec<Strin
     }
 }
 
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// S5: the first line of the body that is neither empty nor a heading.
-fn first_text_line(body: &str) -> String {
+pub(crate) fn first_text_line(body: &str) -> String {
     body.lines()
         .map(str::trim)
         .find(|l| !l.is_empty() && !l.starts_with('#'))

@@ -138,6 +138,12 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Decides whether a call may run (approvals). `None` = allowed (the user ran it directly).
     pub gate: Option<Arc<dyn PermissionGate>>,
+    /// The tools this caller may use (a sub-agent's); `None` = every tool.
+    pub scope: Option<Arc<ToolScope>>,
+    /// The session that can run sub-agents for `task`; `None` outside a session.
+    pub subagents: Option<Arc<dyn crate::subagents::task_tool::SubAgentHost>>,
+    /// The model's id for this call, when a model made it.
+    pub call_id: Option<String>,
 }
 
 impl ToolContext {
@@ -146,7 +152,55 @@ impl ToolContext {
             workspace,
             cancel: CancellationToken::new(),
             gate: None,
+            scope: None,
+            subagents: None,
+            call_id: None,
         }
+    }
+}
+
+/// What a restricted caller (a sub-agent) may use. The registry checks it on every call, so a
+/// tool left out of the model's list is refused even if the model names it (A2, A3).
+#[derive(Debug, Clone, Default)]
+pub struct ToolScope {
+    /// Allow-list of names; `None` = every tool not excluded below.
+    pub allowed: Option<std::collections::BTreeSet<String>>,
+    /// Names refused whatever the allow-list says.
+    pub never: Vec<String>,
+    /// Refuse write and shell tools and MCP tools that are not read-only (A3, M6, D12).
+    pub readonly: bool,
+    /// Who is restricted, for messages: `read-only sub-agent role `explore``.
+    pub who: String,
+}
+
+impl ToolScope {
+    /// `Err(reason)` when the caller may not use `spec`.
+    pub fn permits(&self, spec: &ToolSpec) -> Result<(), String> {
+        if self.never.contains(&spec.name) {
+            return Err(format!("`{}` is never available to a sub-agent (A2)", spec.name));
+        }
+        if self.readonly && !crate::subagents::readonly_allows(spec) {
+            return Err(format!(
+                "the {} is read-only: `{}` is a {} tool{} (A3)",
+                self.who,
+                spec.name,
+                spec.perm,
+                if spec.source.kind == SourceKind::Mcp {
+                    " of an MCP server without autoApprove"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if let Some(allowed) = &self.allowed {
+            if !allowed.contains(&spec.name) {
+                return Err(format!(
+                    "`{}` is not in the `tools` list of the {}",
+                    spec.name, self.who
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -323,6 +377,13 @@ impl Registry {
             .cloned()
             .ok_or_else(|| CallError::UnknownTool(name.to_string()))?;
         let spec = &entry.spec;
+        // A restricted caller is refused before anything else looks at the call.
+        if let Some(scope) = &ctx.scope {
+            scope.permits(spec).map_err(|reason| CallError::Denied {
+                tool: name.to_string(),
+                reason,
+            })?;
+        }
 
         schema::coerce(&spec.input_schema, &mut args); // P8
         let schema = entry.schema.get_or_init(|| InputSchema::compile(&spec.input_schema));
@@ -368,6 +429,10 @@ impl Registry {
             },
             _ = ctx.cancel.cancelled() => return Err(CallError::Cancelled(name.to_string())),
         };
+        // A runner that noticed the cancel first and failed because of it was still cancelled.
+        if result.is_err() && ctx.cancel.is_cancelled() {
+            return Err(CallError::Cancelled(name.to_string()));
+        }
         match result {
             Ok(text) => Ok(output::cap_output(text)),
             Err(Failure::Failed { message, exit_code }) => Err(CallError::Failed {

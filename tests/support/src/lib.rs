@@ -6,6 +6,10 @@
 //! every tool call it handed out answered exactly once, roles in a valid order, tool results
 //! right after the assistant message that asked for them. A broken invariant fails the test
 //! (at [`ScriptedServer::finish`], or when the server is dropped).
+//!
+//! Several conversations (a main agent and its sub-agents) can share one server:
+//! [`ScriptedServer::start_conversations`] gives each its own script, picked by a text its first
+//! user message contains, and checks each conversation's invariants on its own.
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
@@ -122,7 +126,12 @@ pub struct Recorded {
     pub path: String,
     pub authorization: Option<String>,
     pub body: Value,
+    /// When the request arrived.
     pub at: Instant,
+    /// When the last byte of the answer was handed to the connection (streams only).
+    pub finished: Option<Instant>,
+    /// Index of the conversation that answered it (0 with a single script).
+    pub conversation: usize,
 }
 
 impl Recorded {
@@ -155,14 +164,24 @@ impl Recorded {
     }
 }
 
+/// One scripted conversation.
+#[derive(Default)]
+struct Conversation {
+    /// Picks the requests whose first user message contains it; `None` takes every request.
+    key: Option<String>,
+    script: Vec<Reply>,
+    next: usize,
+    /// Tool call ids handed out so far in this conversation.
+    issued: Vec<String>,
+}
+
 #[derive(Default)]
 struct State {
-    script: Vec<Reply>,
+    conversations: Vec<Conversation>,
+    /// Requests received, all conversations.
     next: usize,
     requests: Vec<Recorded>,
     violations: Vec<String>,
-    /// Tool call ids handed out so far.
-    issued: Vec<String>,
     /// Keep request bodies (off for long benchmarks).
     record: bool,
 }
@@ -185,11 +204,36 @@ impl ScriptedServer {
 
     /// Same; `record` = false keeps no request bodies (invariants are still checked).
     pub fn start_with(script: Vec<Reply>, record: bool) -> Self {
-        let state = Arc::new(Mutex::new(State {
-            script,
+        Self::start_state(State {
+            conversations: vec![Conversation {
+                key: None,
+                script,
+                ..Conversation::default()
+            }],
             record,
             ..State::default()
-        }));
+        })
+    }
+
+    /// One script per conversation: a request goes to the first conversation whose `key` its
+    /// first user message contains (a sub-agent's first user message is its `task` prompt).
+    pub fn start_conversations(conversations: Vec<(&str, Vec<Reply>)>) -> Self {
+        Self::start_state(State {
+            conversations: conversations
+                .into_iter()
+                .map(|(key, script)| Conversation {
+                    key: Some(key.to_string()),
+                    script,
+                    ..Conversation::default()
+                })
+                .collect(),
+            record: true,
+            ..State::default()
+        })
+    }
+
+    fn start_state(state: State) -> Self {
+        let state = Arc::new(Mutex::new(state));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let addr = listener.local_addr().expect("local addr");
         listener.set_nonblocking(true).expect("nonblocking");
@@ -254,12 +298,14 @@ impl ScriptedServer {
         self.checked = true;
         let st = self.lock();
         let mut problems = st.violations.clone();
-        if st.next < st.script.len() {
-            problems.push(format!(
-                "only {} of {} scripted replies were requested",
-                st.next,
-                st.script.len()
-            ));
+        for (i, c) in st.conversations.iter().enumerate() {
+            if c.next < c.script.len() {
+                problems.push(format!(
+                    "conversation {i}: only {} of {} scripted replies were requested",
+                    c.next,
+                    c.script.len()
+                ));
+            }
         }
         drop(st);
         assert!(problems.is_empty(), "scripted model server: {}", problems.join("\n"));
@@ -305,8 +351,24 @@ async fn handle(st: Arc<Mutex<State>>, method: Method, uri: Uri, headers: Header
                 return status(400, "bad json");
             }
         };
-        for v in check_request(&body, &s.issued) {
-            s.violations.push(format!("request #{n}: {v}"));
+        let first_user = body["messages"]
+            .as_array()
+            .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        let Some(ci) = s
+            .conversations
+            .iter()
+            .position(|c| c.key.as_ref().is_none_or(|k| first_user.contains(k.as_str())))
+        else {
+            s.violations.push(format!(
+                "request #{n}: no conversation matches the first user message {first_user:?}"
+            ));
+            return status(500, "no conversation");
+        };
+        for v in check_request(&body, &s.conversations[ci].issued) {
+            s.violations.push(format!("request #{n} (conversation {ci}): {v}"));
         }
         let rec = Recorded {
             path,
@@ -316,32 +378,45 @@ async fn handle(st: Arc<Mutex<State>>, method: Method, uri: Uri, headers: Header
                 .map(str::to_string),
             body: if s.record { body.clone() } else { Value::Null },
             at: Instant::now(),
+            finished: None,
+            conversation: ci,
         };
         s.requests.push(rec);
         s.next += 1;
-        match s.script.get(n).cloned() {
+        let conv = &mut s.conversations[ci];
+        let k = conv.next;
+        conv.next += 1;
+        match conv.script.get(k).cloned() {
             Some(r) => {
                 if let Body_::Stream { calls, .. } = &r.body {
-                    s.issued.extend(calls.iter().map(|c| c.id.clone()));
+                    conv.issued.extend(calls.iter().map(|c| c.id.clone()));
                 }
-                (r, body["model"].as_str().unwrap_or_default().to_string())
+                (r, body["model"].as_str().unwrap_or_default().to_string(), n)
             }
             None => {
-                let m = s.script.len();
-                s.violations
-                    .push(format!("request #{n}: unexpected, the script has only {m} replies"));
+                let m = conv.script.len();
+                s.violations.push(format!(
+                    "request #{n}: unexpected, conversation {ci} has only {m} replies"
+                ));
                 return status(500, "script exhausted");
             }
         }
     };
-    let (reply, model) = reply;
+    let (reply, model, n) = reply;
+    let done = Some((st.clone(), n));
     match reply.body {
         Body_::Status { code, body } => status(code, &body),
-        Body_::Malformed => sse_response(vec!["data: {this is not json\n\n".to_string()], reply.delay, false),
+        Body_::Malformed => sse_response(
+            vec!["data: {this is not json\n\n".to_string()],
+            reply.delay,
+            false,
+            done,
+        ),
         Body_::Hang => sse_response(
             vec![chunk(&model, json!({"content": "thinking"}), None)],
             reply.delay,
             true,
+            done,
         ),
         Body_::Stream { text, calls } => {
             let mut chunks = vec![chunk(&model, json!({"role": "assistant"}), None)];
@@ -371,7 +446,7 @@ async fn handle(st: Arc<Mutex<State>>, method: Method, uri: Uri, headers: Header
             let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
             chunks.push(chunk(&model, json!({}), Some(finish)));
             chunks.push("data: [DONE]\n\n".into());
-            sse_response(chunks, reply.delay, false)
+            sse_response(chunks, reply.delay, false, done)
         }
     }
 }
@@ -392,7 +467,12 @@ fn status(code: u16, body: &str) -> Response {
         .unwrap_or_default()
 }
 
-fn sse_response(chunks: Vec<String>, delay: Duration, hang: bool) -> Response {
+fn sse_response(
+    chunks: Vec<String>,
+    delay: Duration,
+    hang: bool,
+    done: Option<(Arc<Mutex<State>>, usize)>,
+) -> Response {
     let (tx, rx) = mpsc::channel::<Bytes>(4);
     tokio::spawn(async move {
         for c in chunks {
@@ -401,6 +481,12 @@ fn sse_response(chunks: Vec<String>, delay: Duration, hang: bool) -> Response {
             }
             if tx.send(Bytes::from(c)).await.is_err() {
                 return;
+            }
+        }
+        if let Some((st, n)) = done {
+            let mut s = st.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(r) = s.requests.get_mut(n) {
+                r.finished = Some(Instant::now());
             }
         }
         if hang {
