@@ -126,7 +126,8 @@ impl ApprovalGate {
         }
     }
 
-    async fn decide(&self, spec: &ToolSpec, args: &Value) -> Decision {
+    /// `subagent`: the sub-agent making the call, named in the approval request.
+    async fn decide(&self, spec: &ToolSpec, args: &Value, subagent: Option<u32>) -> Decision {
         if let Verdict::Run { sandboxed } = verdict(self.mode, spec.perm, self.sandbox) {
             return Decision::Allow { sandboxed };
         }
@@ -167,6 +168,7 @@ impl ApprovalGate {
             perm: spec.perm,
             args: args.clone(),
             reason: why,
+            subagent,
         });
         if sent.is_err() {
             self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
@@ -195,7 +197,20 @@ impl ApprovalGate {
 
 impl PermissionGate for ApprovalGate {
     fn check<'a>(&'a self, spec: &'a ToolSpec, args: &'a Value) -> BoxFuture<'a, Decision> {
-        Box::pin(self.decide(spec, args))
+        Box::pin(self.decide(spec, args, None))
+    }
+}
+
+/// The session's gate as seen by sub-agent `n`: the same mode, the same remembered answers, the
+/// same front end; its requests say which sub-agent asks.
+pub struct SubAgentGate {
+    pub gate: std::sync::Arc<ApprovalGate>,
+    pub n: u32,
+}
+
+impl PermissionGate for SubAgentGate {
+    fn check<'a>(&'a self, spec: &'a ToolSpec, args: &'a Value) -> BoxFuture<'a, Decision> {
+        Box::pin(self.gate.decide(spec, args, Some(self.n)))
     }
 }
 

@@ -515,6 +515,9 @@ fn prompt_from_stdin_and_the_minimal_profile() {
         tools,
         ["edit_file", "grep", "list", "read_file", "run_shell", "write_file"]
     );
+    // No `task`, so no role index either (E1: minimal loads no roles).
+    let system = req.messages()[0]["content"].as_str().unwrap().to_string();
+    assert!(!system.contains("## Sub-agents"), "{system}");
     server.finish();
 
     let out = f.run(&["exec"]);

@@ -563,8 +563,13 @@ async fn subagent_approval_reaches_the_parent_front_end() {
             .expect("no event within 30 s")
             .expect("event stream ended");
         match ev {
-            Event::ApprovalRequested { request_id, tool, .. } => {
-                asked.push(tool);
+            Event::ApprovalRequested {
+                request_id,
+                tool,
+                subagent,
+                ..
+            } => {
+                asked.push((tool, subagent));
                 h.ops
                     .send(Op::Approval {
                         request_id,
@@ -585,7 +590,11 @@ async fn subagent_approval_reaches_the_parent_front_end() {
             _ => {}
         }
     }
-    assert_eq!(asked, ["write_file"], "the sub-agent's request reached the front end");
+    assert_eq!(
+        asked,
+        [("write_file".to_string(), Some(1))],
+        "the sub-agent's request reached the front end, naming it"
+    );
     assert!(started && sub_tool_ok);
     assert_eq!(std::fs::read_to_string(ws_path.join("b.txt")).unwrap(), "x");
     h.ops.send(Op::Shutdown).unwrap();

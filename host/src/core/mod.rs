@@ -22,7 +22,7 @@ use crate::model::{ChatMessage, ModelClient, ModelError, ToolCall, ToolDef};
 use crate::subagents::task_tool::{is_task_tool, SubAgentHost, TaskArgs};
 pub use crate::subagents::transcripts::{load_subagent_transcript, subagent_transcripts, SubAgentTranscript};
 use crate::subagents::RoleSet;
-use crate::tools::{CallError, Perm, Registry, ToolContext, ToolScope};
+use crate::tools::{CallError, Perm, PermissionGate, Registry, ToolContext, ToolScope};
 use crate::transcript::{Redactor, Transcript};
 pub use protocol::{ApprovalDecision, Event, Op, Outcome, TurnEnd};
 
@@ -211,7 +211,7 @@ struct Agent {
     registry: Arc<Registry>,
     model: ModelClient,
     max_steps: u32,
-    gate: Arc<ApprovalGate>,
+    gate: Arc<dyn PermissionGate>,
     events: mpsc::UnboundedSender<Event>,
     transcript: Option<Arc<Transcript>>,
     history: Vec<ChatMessage>,

@@ -126,6 +126,8 @@ pub enum Event {
         perm: crate::tools::Perm,
         args: Value,
         reason: String,
+        /// The sub-agent that asks (its N); `None` for the main agent.
+        subagent: Option<u32>,
     },
     /// A problem that did not end the turn (a retry, a broken extension file).
     Warning {
@@ -150,7 +152,8 @@ pub enum Event {
         transcript: Option<std::path::PathBuf>,
     },
     /// Something sub-agent `n` did (its messages, tool calls, warnings and errors). Its approval
-    /// requests are not wrapped: they come as [`Event::ApprovalRequested`] like the main agent's.
+    /// requests are not wrapped: they come as [`Event::ApprovalRequested`] with `subagent` set,
+    /// and are answered with [`Op::Approval`] like the main agent's.
     SubAgent {
         n: u32,
         event: Box<Event>,

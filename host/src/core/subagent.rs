@@ -12,7 +12,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::{prompt, Agent, Event, TurnEnd};
-use crate::approvals::ApprovalGate;
+use crate::approvals::{ApprovalGate, SubAgentGate};
 use crate::model::{ChatMessage, ModelClient};
 use crate::subagents::task_tool::{SubAgentHost, TaskArgs};
 use crate::subagents::{transcripts, Role, RoleSet, NEVER_FOR_SUBAGENTS};
@@ -134,7 +134,10 @@ impl SubAgents {
             registry: self.registry.clone(),
             model,
             max_steps,
-            gate: self.gate.clone(),
+            gate: Arc::new(SubAgentGate {
+                gate: self.gate.clone(),
+                n,
+            }),
             events: self.events.clone(),
             transcript: transcript.clone(),
             history: vec![ChatMessage::System { content: system_prompt }],
