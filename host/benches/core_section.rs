@@ -5,6 +5,8 @@
 //!   (target ≤ 2 ms). The figure includes loopback HTTP and the in-process scripted server, so
 //!   it is an upper bound of the host's share.
 //! - memory of a 200-turn session (RSS growth and peak, Linux).
+//! - a turn whose tool call is `task` (sub-agent start, its model call, its transcript, the
+//!   report) against a turn whose tool call is `read_file`.
 //!
 //! `host/benches/tools.rs` calls [`run`].
 #![allow(dead_code)]
@@ -21,6 +23,7 @@ use cst_test_support::{call, Reply, ScriptedServer};
 use serde_json::json;
 
 const TURNS: usize = 200;
+const TASK_TURNS: usize = 50;
 
 fn rss_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -38,19 +41,34 @@ struct Measured {
     tool_calls: usize,
 }
 
-/// A session of `turns` user turns; each turn is one tool call (read_file of a tiny file) and
-/// a final answer.
-async fn session(turns: usize) -> Measured {
-    let mut script = Vec::with_capacity(turns * 2);
+/// A session of `turns` user turns; each turn is one tool call and a final answer. The tool call
+/// is `read_file` of a tiny file, or with `task` a `task` call whose read-only sub-agent answers
+/// at once (three model calls a turn).
+async fn session(turns: usize, task: bool) -> Measured {
+    let mut main = Vec::with_capacity(turns * 2);
+    let mut conversations = Vec::new();
     for i in 0..turns {
-        script.push(Reply::calls(vec![call(
-            &format!("c{i}"),
-            "read_file",
-            json!({"path": "a.txt"}),
-        )]));
-        script.push(Reply::text("ok"));
+        let c = if task {
+            // `;` ends the key so `SUB-1;` does not also match `SUB-10;`.
+            conversations.push((format!("SUB-{i};"), vec![Reply::text("report")]));
+            call(
+                &format!("c{i}"),
+                "task",
+                json!({"description": "bench", "prompt": format!("SUB-{i}; go"), "agent": "explore"}),
+            )
+        } else {
+            call(&format!("c{i}"), "read_file", json!({"path": "a.txt"}))
+        };
+        main.push(Reply::calls(vec![c]));
+        main.push(Reply::text("ok"));
     }
-    let server = ScriptedServer::start_with(script, false);
+    let server = if task {
+        let mut all = vec![("MAIN".to_string(), main)];
+        all.extend(conversations);
+        ScriptedServer::start_conversations(all.iter().map(|(k, r)| (k.as_str(), r.clone())).collect())
+    } else {
+        ScriptedServer::start_with(main, false)
+    };
     let ws = tempfile::tempdir().expect("tempdir");
     std::fs::write(ws.path().join("a.txt"), "tiny\n").expect("write");
     let registry = Arc::new(Registry::new());
@@ -81,7 +99,7 @@ async fn session(turns: usize) -> Measured {
     let mut tool_calls = 0;
     for i in 0..turns {
         let _ = s.ops.send(Op::UserTurn {
-            text: format!("turn {i}"),
+            text: format!("MAIN turn {i}"),
         });
         while let Some(ev) = s.events.recv().await {
             match ev {
@@ -121,10 +139,10 @@ pub fn run() {
         .expect("runtime");
     // Warm up (connection pool, page cache, lazy statics); a short session shows the cost with a
     // small history (each request carries the whole conversation, so later calls cost more).
-    rt.block_on(session(5));
-    let short = rt.block_on(session(20));
+    rt.block_on(session(5, false));
+    let short = rt.block_on(session(20, false));
     let rss_before = rss_kib("VmRSS:");
-    let m = rt.block_on(session(TURNS));
+    let m = rt.block_on(session(TURNS, false));
     let rss_after = rss_kib("VmRSS:");
     let hwm = rss_kib("VmHWM:");
 
@@ -147,6 +165,20 @@ pub fn run() {
     println!(
         "| tool time (read_file) per call | {:.3} ms | — |",
         m.tool_time.as_secs_f64() * 1000.0 / m.tool_calls.max(1) as f64
+    );
+    // Same number of turns with and without a sub-agent: the difference is what a `task` costs.
+    let plain = rt.block_on(session(TASK_TURNS, false));
+    let tasks = rt.block_on(session(TASK_TURNS, true));
+    let per_turn = |m: &Measured| m.wall.as_secs_f64() * 1000.0 / TASK_TURNS as f64;
+    println!(
+        "| turn with a `read_file` call ({TASK_TURNS} turns, {} model calls) | {:.3} ms | — |",
+        plain.model_calls,
+        per_turn(&plain)
+    );
+    println!(
+        "| turn with a `task` call: sub-agent, its model call, sub-N.jsonl ({TASK_TURNS} turns, {} model calls) | {:.3} ms | — |",
+        tasks.model_calls,
+        per_turn(&tasks)
     );
     match (rss_before, rss_after, hwm) {
         (Some(b), Some(a), Some(h)) => {

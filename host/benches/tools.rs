@@ -47,7 +47,10 @@ pub fn fmt(d: Duration) -> String {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; nothing to filter here.
+    // `cargo bench --bench tools -- core mcp` runs only the named sections (wasm, python, ext, mcp,
+    // core); `cargo bench` itself passes `--bench`, which is not a section.
+    let wanted: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let on = |name: &str| wanted.is_empty() || wanted.iter().any(|w| w == name);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -57,14 +60,27 @@ fn main() {
         rows: std::sync::Mutex::new(Vec::new()),
     };
     eprintln!("running bench sections...");
-    wasm_section::run(&bench);
-    python_section::run(&bench);
+    if on("wasm") {
+        wasm_section::run(&bench);
+    }
+    if on("python") {
+        python_section::run(&bench);
+    }
     // The other sections print their own tables.
-    ext_section::run();
-    mcp_section::run();
-    core_section::run();
+    if on("ext") {
+        ext_section::run();
+    }
+    if on("mcp") {
+        mcp_section::run();
+    }
+    if on("core") {
+        core_section::run();
+    }
 
     let rows = bench.rows.into_inner().unwrap_or_else(|e| e.into_inner());
+    if rows.is_empty() {
+        return;
+    }
     let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(6).max(6);
     let w1 = rows.iter().map(|r| r[1].chars().count()).max().unwrap_or(5).max(5);
     println!();
