@@ -299,6 +299,31 @@ fn task_runs_a_role_with_its_model_tools_and_transcript() {
     assert_eq!(one.tool_calls.len(), 3);
     assert_eq!(one.report.as_deref(), Some("a.txt says hello"));
     assert_eq!(one.end.as_deref(), Some("done"));
+
+    // The same through the command line: roles, the latest session's sub-agents, one of them.
+    let out = f.run(&["agents", "list", "--json"]);
+    let roles: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reviewer = roles
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "reviewer")
+        .unwrap();
+    assert_eq!(
+        (reviewer["model"].as_str(), reviewer["max_steps"].as_u64()),
+        (Some("small-model"), Some(5))
+    );
+    let out = f.run(&["agents", "transcripts", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list[0]["role"], "reviewer");
+    assert_eq!(list[0]["tool_calls"], 3);
+    let out = f.run(&["agents", "show", "1"]);
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains("SUB-A: review a.txt") && shown.contains("- read_file") && shown.contains("a.txt says hello"),
+        "{shown}"
+    );
     server.finish();
 }
 

@@ -1,5 +1,6 @@
 //! The `cst-agent` command line: a thin client of the library.
 
+pub mod agents;
 pub mod exec;
 pub mod mcp;
 pub mod plugins;
@@ -47,6 +48,9 @@ pub enum Command {
     /// MCP servers from mcp.json files and plugins.
     #[command(subcommand)]
     Mcp(mcp::McpCmd),
+    /// Sub-agent roles, and the sub-agent transcripts of a session.
+    #[command(subcommand)]
+    Agents(agents::AgentsCmd),
     /// The extensions summary (E9), the sandbox (P11) and the trust hint (T1).
     #[command(alias = "doctor")]
     Status,
@@ -81,6 +85,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Exec(args) => exec::run(&cli, args).await,
         Command::Plugins(cmd) => plugins::run(&cli, cmd).await,
         Command::Mcp(cmd) => mcp::run(&cli, cmd).await,
+        Command::Agents(cmd) => agents::run(&cli, cmd),
         Command::Status => status::run(&cli),
     }
 }
