@@ -131,3 +131,80 @@ async fn cancel_during_a_hanging_model_stream_then_another_turn() {
     drop(h);
     server.finish();
 }
+
+/// In-process, as the TUI will drive it: a sub-agent's approval request reaches the parent's
+/// front end as an ordinary ApprovalRequested, and the answer lets the call run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subagent_approval_reaches_the_parent_front_end() {
+    let server = ScriptedServer::start_conversations(vec![
+        (
+            "MAIN:",
+            vec![
+                Reply::calls(vec![call(
+                    "t1",
+                    "task",
+                    json!({"description": "write", "prompt": "SUB-W: write b.txt", "agent": "general"}),
+                )]),
+                Reply::text("done"),
+            ],
+        ),
+        (
+            "SUB-W:",
+            vec![
+                Reply::calls(vec![call("w1", "write_file", json!({"path": "b.txt", "content": "x"}))]),
+                Reply::text("written"),
+            ],
+        ),
+    ]);
+    let ws = tempfile::tempdir().unwrap();
+    let ws_path = std::fs::canonicalize(ws.path()).unwrap();
+    let mut h = session(&server, ws.path(), ApprovalMode::Ask);
+    h.ops
+        .send(Op::UserTurn {
+            text: "MAIN: go".into(),
+        })
+        .unwrap();
+    let (mut asked, mut started, mut sub_tool_ok) = (Vec::new(), false, false);
+    loop {
+        let ev = tokio::time::timeout(Duration::from_secs(30), h.events.recv())
+            .await
+            .expect("no event within 30 s")
+            .expect("event stream ended");
+        match ev {
+            Event::ApprovalRequested {
+                request_id,
+                tool,
+                subagent,
+                ..
+            } => {
+                asked.push((tool, subagent));
+                h.ops
+                    .send(Op::Approval {
+                        request_id,
+                        decision: ApprovalDecision::Yes,
+                    })
+                    .unwrap();
+            }
+            Event::SubAgentStarted { n, role, .. } => started = n == 1 && role == "general",
+            Event::SubAgent { n: 1, event } => {
+                if let Event::ToolCallFinished { tool, outcome, .. } = *event {
+                    sub_tool_ok = tool == "write_file" && outcome == Outcome::Ok;
+                }
+            }
+            Event::TurnFinished { end, .. } => {
+                assert_eq!(end, TurnEnd::Done { answer: "done".into() });
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(
+        asked,
+        [("write_file".to_string(), Some(1))],
+        "the sub-agent's request reached the front end, naming it"
+    );
+    assert!(started && sub_tool_ok);
+    assert_eq!(std::fs::read_to_string(ws_path.join("b.txt")).unwrap(), "x");
+    h.ops.send(Op::Shutdown).unwrap();
+    server.finish();
+}

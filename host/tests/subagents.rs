@@ -1,18 +1,14 @@
 //! Sub-agents (A1–A6, E6, E7) end to end: `cst-agent exec` against the scripted model server,
 //! one scripted conversation for the main agent and one per sub-agent (picked by the first user
 //! message, which for a sub-agent is its `task` prompt). The server checks each conversation's
-//! invariants on every request.
+//! invariants on every request. The in-process approval round trip of a sub-agent is in
+//! `core_session.rs`.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use cst_agent::approvals::ApprovalMode;
-use cst_agent::core::{self, ApprovalDecision, Event, Op, Outcome, SessionConfig, TurnEnd};
-use cst_agent::discovery::ToolsProfile;
-use cst_agent::model::{ModelClient, ModelConfig};
-use cst_agent::subagents::{load_roles, role_dirs, RoleSet};
-use cst_agent::tools::Registry;
+use cst_agent::core;
+use cst_agent::subagents::{load_roles, role_dirs};
 use cst_test_support::{call, Recorded, Reply, ScriptedServer};
 use serde_json::{json, Value};
 
@@ -524,105 +520,6 @@ fn headless_subagent_follows_the_main_agents_approval_rules() {
     let r = conversation(&server.requests(), 1)[1].tool_result("w1").unwrap();
     assert!(r.contains("headless run cannot ask"), "{r}");
     assert!(!f.ws().join("b.txt").exists());
-    server.finish();
-}
-
-/// In-process, as the TUI will drive it: a sub-agent's approval request reaches the parent's
-/// front end as an ordinary ApprovalRequested, and the answer lets the call run.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn subagent_approval_reaches_the_parent_front_end() {
-    let server = ScriptedServer::start_conversations(vec![
-        (
-            "MAIN:",
-            vec![
-                Reply::calls(vec![call(
-                    "t1",
-                    "task",
-                    json!({"description": "write", "prompt": "SUB-W: write b.txt", "agent": "general"}),
-                )]),
-                Reply::text("done"),
-            ],
-        ),
-        (
-            "SUB-W:",
-            vec![
-                Reply::calls(vec![call("w1", "write_file", json!({"path": "b.txt", "content": "x"}))]),
-                Reply::text("written"),
-            ],
-        ),
-    ]);
-    let ws = tempfile::tempdir().unwrap();
-    let ws_path = std::fs::canonicalize(ws.path()).unwrap();
-    let registry = Arc::new(Registry::new());
-    cst_agent::builtin_tools::register_builtins(&registry, ToolsProfile::Default, &mut Vec::new());
-    let model = ModelClient::new(ModelConfig {
-        base_url: server.url(),
-        name: "m".into(),
-        api_key_env: "NONE".into(),
-        api_key: None,
-    })
-    .unwrap();
-    let mut h = core::spawn(SessionConfig {
-        workspace: ws_path.clone(),
-        registry,
-        model,
-        approval: ApprovalMode::Ask,
-        headless: false,
-        max_steps: 10,
-        system_prompt: "test".into(),
-        transcript: true,
-        reload: None,
-        secrets: Vec::new(),
-        roles: Arc::new(RoleSet::default()),
-        subagent_context: String::new(),
-    });
-    h.ops
-        .send(Op::UserTurn {
-            text: "MAIN: go".into(),
-        })
-        .unwrap();
-    let (mut asked, mut started, mut sub_tool_ok) = (Vec::new(), false, false);
-    loop {
-        let ev = tokio::time::timeout(Duration::from_secs(30), h.events.recv())
-            .await
-            .expect("no event within 30 s")
-            .expect("event stream ended");
-        match ev {
-            Event::ApprovalRequested {
-                request_id,
-                tool,
-                subagent,
-                ..
-            } => {
-                asked.push((tool, subagent));
-                h.ops
-                    .send(Op::Approval {
-                        request_id,
-                        decision: ApprovalDecision::Yes,
-                    })
-                    .unwrap();
-            }
-            Event::SubAgentStarted { n, role, .. } => started = n == 1 && role == "general",
-            Event::SubAgent { n: 1, event } => {
-                if let Event::ToolCallFinished { tool, outcome, .. } = *event {
-                    sub_tool_ok = tool == "write_file" && outcome == Outcome::Ok;
-                }
-            }
-            Event::TurnFinished { end, .. } => {
-                assert_eq!(end, TurnEnd::Done { answer: "done".into() });
-                break;
-            }
-            _ => {}
-        }
-    }
-    assert_eq!(
-        asked,
-        [("write_file".to_string(), Some(1))],
-        "the sub-agent's request reached the front end, naming it"
-    );
-    assert!(started && sub_tool_ok);
-    assert_eq!(std::fs::read_to_string(ws_path.join("b.txt")).unwrap(), "x");
-    h.ops.send(Op::Shutdown).unwrap();
     server.finish();
 }
 
