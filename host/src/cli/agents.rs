@@ -63,11 +63,7 @@ pub fn run(cli: &Cli, cmd: &AgentsCmd) -> i32 {
             exit::OK
         }
         AgentsCmd::Transcripts { session, json } => {
-            let Some(session) = session.clone().or_else(|| latest_session(&workspace)) else {
-                eprintln!(
-                    "error: no sessions under {}",
-                    workspace.join(".agent/sessions").display()
-                );
+            let Some(session) = session_or_latest(&workspace, session) else {
                 return exit::FAILURE;
             };
             let list = subagent_transcripts(&workspace, &session);
@@ -89,11 +85,7 @@ pub fn run(cli: &Cli, cmd: &AgentsCmd) -> i32 {
             exit::OK
         }
         AgentsCmd::Show { n, session } => {
-            let Some(session) = session.clone().or_else(|| latest_session(&workspace)) else {
-                eprintln!(
-                    "error: no sessions under {}",
-                    workspace.join(".agent/sessions").display()
-                );
+            let Some(session) = session_or_latest(&workspace, session) else {
                 return exit::FAILURE;
             };
             let path = transcripts::session_dir(&workspace, &session).join(transcripts::file_name(*n));
@@ -111,15 +103,25 @@ pub fn run(cli: &Cli, cmd: &AgentsCmd) -> i32 {
     }
 }
 
-/// Session ids start with the start time in seconds, so the greatest name is the latest.
-fn latest_session(workspace: &std::path::Path) -> Option<String> {
+/// The session named, else the latest one (reported when there is none). Session ids start
+/// with the start time in seconds, so the greatest name is the latest.
+fn session_or_latest(workspace: &std::path::Path, named: &Option<String>) -> Option<String> {
+    if named.is_some() {
+        return named.clone();
+    }
     let dir = workspace.join(".agent").join("sessions");
-    std::fs::read_dir(dir)
-        .ok()?
+    let latest = std::fs::read_dir(&dir)
+        .ok()
+        .into_iter()
+        .flatten()
         .filter_map(|e| e.ok())
         .filter(|e| e.path().is_dir())
         .filter_map(|e| e.file_name().into_string().ok())
-        .max()
+        .max();
+    if latest.is_none() {
+        eprintln!("error: no sessions under {}", dir.display());
+    }
+    latest
 }
 
 fn summary(t: &SubAgentTranscript) -> Value {
