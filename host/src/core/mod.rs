@@ -3,7 +3,11 @@
 //!
 //! A turn: model call → tool calls → results → repeat, until the model answers without tool
 //! calls or the step limit is reached. In one model reply, consecutive `read` calls run at the
-//! same time; any other call runs alone, in order; results go back in the order of the calls.
+//! same time (a `task` call counts as one when its role is read-only); any other call runs
+//! alone, in order; results go back in the order of the calls.
+//!
+//! A `task` call runs a sub-agent (`subagent.rs`): the same loop with the role's tools, model and
+//! step limit, sharing this session's approval gate and event stream.
 
 pub mod prompt;
 pub mod protocol;
