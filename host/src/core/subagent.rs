@@ -187,6 +187,10 @@ struct Ending {
 
 impl Ending {
     fn finish(mut self, end: TurnEnd, steps: u32, report: &str) {
+        self.write(end, steps, report);
+    }
+
+    fn write(&mut self, end: TurnEnd, steps: u32, report: &str) {
         self.done = true;
         if let Some(t) = &self.transcript {
             t.record("report", json!({"report": report, "end": end.as_str(), "steps": steps}));
@@ -203,22 +207,9 @@ impl Ending {
 
 impl Drop for Ending {
     fn drop(&mut self) {
-        if self.done {
-            return;
+        if !self.done {
+            self.write(TurnEnd::Cancelled, 0, "the sub-agent was cancelled");
         }
-        if let Some(t) = &self.transcript {
-            t.record(
-                "report",
-                json!({"report": "the sub-agent was cancelled", "end": "cancelled"}),
-            );
-            t.close("cancelled");
-        }
-        let _ = self.events.send(Event::SubAgentFinished {
-            n: self.n,
-            call_id: std::mem::take(&mut self.call_id),
-            end: TurnEnd::Cancelled,
-            steps: 0,
-        });
     }
 }
 
