@@ -194,8 +194,9 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         eprintln!("warning: {w}");
     }
 
-    let system_prompt = core::prompt::system_prompt(&workspace, &loaded.skills, &loaded.roles);
+    // Read once (AGENTS.md, the skills index): the main prompt and every sub-agent's share it.
     let subagent_context = core::prompt::context(&workspace, &loaded.skills);
+    let system_prompt = core::prompt::system_prompt(&subagent_context, &loaded.roles);
     let mut session = core::spawn(SessionConfig {
         workspace,
         registry: loaded.registry.clone(),

@@ -23,11 +23,12 @@ that report, not your tool calls, so put in it everything it needs: findings, fi
 Paths are relative to the workspace root unless absolute. Several read-only tool calls in one reply run at
 the same time. When a tool call is refused or fails, read the message and adjust instead of repeating it.";
 
-/// Build the main agent's system prompt for a session in `workspace`. `roles` empty (the
-/// `minimal` tools profile has no `task` tool) leaves the role index out.
-pub fn system_prompt(workspace: &Path, skills: &[Skill], roles: &RoleSet) -> String {
+/// Build the main agent's system prompt from the session's [`context`] (shared with the
+/// sub-agents' prompts, so it is built once). `roles` empty (the `minimal` tools profile has no
+/// `task` tool) leaves the role index out.
+pub fn system_prompt(context: &str, roles: &RoleSet) -> String {
     let mut out = String::from(BASE);
-    out.push_str(&context(workspace, skills));
+    out.push_str(context);
     if !roles.is_empty() {
         out.push_str(
             "\n## Sub-agents\nCall `task` with `description`, `prompt` and `agent` (one of these roles) to hand \
@@ -104,13 +105,12 @@ mod tests {
             file: ws.path().join("SKILL.md"),
         }];
         let roles = RoleSet::default();
-        let p = system_prompt(ws.path(), &skills, &roles);
+        let p = system_prompt(&context(ws.path(), &skills), &roles);
         assert!(p.contains("- pdf-forms: Fill PDF forms"));
         assert!(p.contains("Always run the tests."));
         assert!(p.contains("## Sub-agents") && p.contains("- plan: (read-only)"), "{p}");
         let bare = system_prompt(
-            tempfile::tempdir().unwrap().path(),
-            &[],
+            &context(tempfile::tempdir().unwrap().path(), &[]),
             &RoleSet::from_roles(Vec::new()),
         );
         assert!(!bare.contains("AGENTS.md") && !bare.contains("## Skills") && !bare.contains("## Sub-agents"));
