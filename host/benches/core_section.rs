@@ -80,20 +80,12 @@ async fn session(turns: usize, task: bool) -> Measured {
         api_key: None,
     })
     .expect("client");
-    let mut s = core::spawn(SessionConfig {
-        workspace: std::fs::canonicalize(ws.path()).expect("canon"),
-        registry,
-        model,
-        approval: ApprovalMode::Auto,
-        headless: true,
-        max_steps: 4,
-        system_prompt: "bench".into(),
-        transcript: true,
-        reload: None,
-        secrets: Vec::new(),
-        roles: Default::default(),
-        subagent_context: String::new(),
-    });
+    let mut config = SessionConfig::new(std::fs::canonicalize(ws.path()).expect("canon"), registry, model);
+    config.approval = ApprovalMode::Auto;
+    config.headless = true;
+    config.max_steps = 4;
+    config.system_prompt = "bench".into();
+    let mut s = core::spawn(config);
     let start = Instant::now();
     let mut tool_time = Duration::ZERO;
     let mut tool_calls = 0;

@@ -1,49 +1,16 @@
 //! The core driven in-process through its Op/Event contract, as the TUI will drive it:
 //! approval requests go out as events and answers come back as ops; cancel stops a turn.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use cst_agent::approvals::ApprovalMode;
-use cst_agent::core::{self, ApprovalDecision, Event, Op, Outcome, SessionConfig, SessionHandle, TurnEnd};
-use cst_agent::discovery::ToolsProfile;
-use cst_agent::model::{ModelClient, ModelConfig};
-use cst_agent::tools::Registry;
+use cst_agent::core::{ApprovalDecision, Event, Op, Outcome, SessionHandle, TurnEnd};
+use cst_test_support::session::{builtin_session, next};
 use cst_test_support::{call, Reply, ScriptedServer};
 use serde_json::json;
 
 fn session(server: &ScriptedServer, ws: &std::path::Path, mode: ApprovalMode) -> SessionHandle {
-    let registry = Arc::new(Registry::new());
-    let mut warnings = Vec::new();
-    cst_agent::builtin_tools::register_builtins(&registry, ToolsProfile::Default, &mut warnings);
-    let model = ModelClient::new(ModelConfig {
-        base_url: server.url(),
-        name: "m".into(),
-        api_key_env: "NONE".into(),
-        api_key: None,
-    })
-    .unwrap();
-    core::spawn(SessionConfig {
-        workspace: std::fs::canonicalize(ws).unwrap(),
-        registry,
-        model,
-        approval: mode,
-        headless: false,
-        max_steps: 10,
-        system_prompt: "test".into(),
-        transcript: true,
-        reload: None,
-        secrets: Vec::new(),
-        roles: Default::default(),
-        subagent_context: String::new(),
-    })
-}
-
-async fn next(h: &mut SessionHandle) -> Event {
-    tokio::time::timeout(Duration::from_secs(30), h.events.recv())
-        .await
-        .expect("no event within 30 s")
-        .expect("event stream ended")
+    builtin_session(server, ws, mode)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -206,5 +173,102 @@ async fn subagent_approval_reaches_the_parent_front_end() {
     assert!(started && sub_tool_ok);
     assert_eq!(std::fs::read_to_string(ws_path.join("b.txt")).unwrap(), "x");
     h.ops.send(Op::Shutdown).unwrap();
+    server.finish();
+}
+
+/// `ask_user` round trip: the question goes out as an event with a request id, the answer comes
+/// back as an op and is the tool's result; a declined question and a cancelled turn end the call
+/// without an answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_user_answered_declined_and_cancelled() {
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![call("q1", "ask_user", json!({"question": "Which colour?"}))]),
+        Reply::calls(vec![call("q2", "ask_user", json!({"question": "And the size?"}))]),
+        Reply::text("done"),
+        Reply::calls(vec![call("q3", "ask_user", json!({"question": "Still there?"}))]),
+    ]);
+    let ws = tempfile::tempdir().unwrap();
+    let mut h = session(&server, ws.path(), ApprovalMode::Auto);
+    h.ops.send(Op::UserTurn { text: "ask".into() }).unwrap();
+    let mut questions = Vec::new();
+    loop {
+        match next(&mut h).await {
+            Event::QuestionAsked {
+                request_id,
+                question,
+                subagent,
+            } => {
+                assert_eq!(subagent, None);
+                let answer = (questions.is_empty()).then(|| "blue".to_string());
+                questions.push(question);
+                h.ops.send(Op::Answer { request_id, answer }).unwrap();
+            }
+            Event::TurnFinished { end, .. } => {
+                assert_eq!(end, TurnEnd::Done { answer: "done".into() });
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(questions, ["Which colour?", "And the size?"]);
+    assert_eq!(server.requests()[1].tool_result("q1").as_deref(), Some("blue"));
+    let declined = server.requests()[2].tool_result("q2").unwrap();
+    assert!(declined.contains("declined"), "{declined}");
+
+    // Cancelled while the question is open: the call ends as cancelled, the turn too.
+    h.ops.send(Op::UserTurn { text: "again".into() }).unwrap();
+    loop {
+        match next(&mut h).await {
+            Event::QuestionAsked { .. } => h.ops.send(Op::Cancel).unwrap(),
+            Event::ToolCallFinished { call_id, outcome, .. } => {
+                assert_eq!((call_id.as_str(), outcome), ("q3", Outcome::Cancelled));
+            }
+            Event::TurnFinished { end, .. } => {
+                assert_eq!(end, TurnEnd::Cancelled);
+                break;
+            }
+            _ => {}
+        }
+    }
+    h.ops.send(Op::Shutdown).unwrap();
+    while !matches!(next(&mut h).await, Event::SessionClosed) {}
+    server.finish();
+}
+
+/// Every event goes through the bus: a sink added by the builder's hook slot sees the same
+/// events, in the same order, as the front end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extra_sink_sees_what_the_front_end_sees() {
+    use cst_agent::core::EventSink;
+    use std::sync::{Arc, Mutex};
+
+    struct Names(Mutex<Vec<String>>);
+    impl EventSink for Names {
+        fn on_event(&self, event: &Event) {
+            self.0.lock().unwrap().push(format!("{event:?}"));
+        }
+    }
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![call("r1", "read_file", json!({"path": "a.txt"}))]),
+        Reply::text("done"),
+    ]);
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "hi").unwrap();
+    let sink = Arc::new(Names(Mutex::new(Vec::new())));
+    let sink2 = sink.clone();
+    let mut h = cst_test_support::session::session_with(&server, ws.path(), move |c| c.sinks.push(sink2));
+    let mut seen = Vec::new();
+    h.ops.send(Op::UserTurn { text: "read".into() }).unwrap();
+    loop {
+        let ev = next(&mut h).await;
+        seen.push(format!("{ev:?}"));
+        match ev {
+            Event::TurnFinished { .. } => h.ops.send(Op::Shutdown).unwrap(),
+            Event::SessionClosed => break,
+            _ => {}
+        }
+    }
+    assert_eq!(*sink.0.lock().unwrap(), seen);
+    assert!(seen.iter().any(|e| e.starts_with("ToolCallFinished")));
     server.finish();
 }

@@ -5,8 +5,8 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 
 use super::{exit, Cli};
-use crate::core::{load_subagent_transcript, subagent_transcripts, SubAgentTranscript};
-use crate::subagents::transcripts;
+use cst_core::subagent_transcripts as transcripts;
+use cst_core::{load_subagent_transcript, subagent_transcripts, SubAgentTranscript};
 
 #[derive(Debug, Subcommand)]
 pub enum AgentsCmd {

@@ -5,16 +5,14 @@
 //! runner's own contract, not the core's internal types.
 
 use std::io::{IsTerminal, Read, Write};
-use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::Cli;
-use crate::approvals::ApprovalMode;
-use crate::core::{self, Event, Op, SessionConfig, TurnEnd, DEFAULT_MAX_STEPS};
-use crate::discovery;
-use crate::model::{ModelClient, ModelConfig, ModelOverrides};
+use cst_core::approvals::ApprovalMode;
+use cst_core::model::{ModelClient, ModelConfig, ModelOverrides};
+use cst_core::{Event, Op, SessionBuilder, TurnEnd, DEFAULT_MAX_STEPS};
 
 /// Exit codes of `exec` (documented in docs/headless.md).
 pub mod code {
@@ -29,9 +27,6 @@ pub mod code {
     /// Cancelled by Ctrl-C (SIGINT) — 128 + 2, as shells report it.
     pub const CANCELLED: i32 = 130;
 }
-
-/// How long a headless run waits for MCP servers that are still starting (M7).
-pub const MCP_STARTUP_WAIT: Duration = Duration::from_secs(30);
 
 /// Version of the `--json` event schema; bumped only on incompatible changes.
 pub const JSON_SCHEMA_VERSION: u32 = 1;
@@ -183,34 +178,17 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         }
     };
 
-    let loaded = cli.load();
-    eprintln!("{}", discovery::summary_line(&loaded));
-    super::print_warnings(&loaded.warnings);
-    // M7: a headless run waits (up to 30 s) for MCP servers that are still starting.
-    let mut mcp_warnings = Vec::new();
-    let mcp = crate::mcp::start(loaded.registry.clone(), &loaded.mcp_sources, &mut mcp_warnings);
-    mcp.wait_ready(MCP_STARTUP_WAIT).await;
-    for w in mcp_warnings.into_iter().chain(mcp.warnings()) {
-        eprintln!("warning: {w}");
-    }
-
-    // Read once (AGENTS.md, the skills index): the main prompt and every sub-agent's share it.
-    let subagent_context = core::prompt::context(&workspace, &loaded.skills);
-    let system_prompt = core::prompt::system_prompt(&subagent_context, &loaded.roles);
-    let mut session = core::spawn(SessionConfig {
-        workspace,
-        registry: loaded.registry.clone(),
-        model,
-        approval: args.approval,
-        headless: true,
-        max_steps: args.max_steps,
-        system_prompt,
-        transcript: true,
-        reload: None,
-        secrets: Vec::new(),
-        roles: loaded.roles.clone(),
-        subagent_context,
-    });
+    // Headless: the build waits (up to 30 s) for MCP servers that are still starting (M7).
+    let session = SessionBuilder::new(workspace, model)
+        .profile(cli.tools)
+        .approval(args.approval)
+        .headless(true)
+        .max_steps(args.max_steps)
+        .build()
+        .await;
+    eprintln!("{}", session.summary);
+    super::print_warnings(&session.warnings);
+    let mut session = session.handle;
     let _ = session.ops.send(Op::UserTurn { text: prompt });
 
     // Ctrl-C cancels the turn: tools are stopped, the transcript is closed, exit code 130.
@@ -254,7 +232,6 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         }
     }
     ctrl_c.abort();
-    mcp.shutdown().await;
     exit
 }
 
@@ -281,7 +258,9 @@ fn json_value(ev: &Event) -> Option<Value> {
         }
         Event::TurnStarted => JsonEvent::TurnStarted {},
         Event::MessageDelta { text } => JsonEvent::MessageDelta { text },
-        Event::Message { text } => JsonEvent::Message { text },
+        // A reply with only tool calls has no text to show; the calls come as tool events.
+        Event::Message { text, .. } if text.is_empty() => return None,
+        Event::Message { text, .. } => JsonEvent::Message { text },
         Event::ToolCallStarted {
             call_id,
             tool,
@@ -339,7 +318,9 @@ fn json_value(ev: &Event) -> Option<Value> {
                 transcript,
             }
         }
-        Event::SubAgentFinished { n, call_id, end, steps } => JsonEvent::SubAgentFinished {
+        Event::SubAgentFinished {
+            n, call_id, end, steps, ..
+        } => JsonEvent::SubAgentFinished {
             subagent: *n,
             call_id,
             status: status_of(end).0,
@@ -350,8 +331,13 @@ fn json_value(ev: &Event) -> Option<Value> {
             inner["subagent"] = Value::from(*n);
             return Some(inner);
         }
-        // Headless runs never ask (the gate refuses instead); nothing else is public.
-        Event::ApprovalRequested { .. } | Event::SessionClosed => return None,
+        // Headless runs never ask (the gate refuses instead, `ask_user` says nobody can answer)
+        // and never reload; the user's message is the prompt it was given.
+        Event::ApprovalRequested { .. }
+        | Event::QuestionAsked { .. }
+        | Event::Reloaded { .. }
+        | Event::UserMessage { .. }
+        | Event::SessionClosed => return None,
     };
     serde_json::to_value(&j).ok()
 }
@@ -366,7 +352,7 @@ fn print_human_prefixed(ev: &Event, prefix: &str) {
         Event::Error { message } => eprintln!("error: {prefix}{message}"),
         Event::ToolCallStarted { tool, args, .. } => {
             // Argument names that look like credentials are masked on the terminal too.
-            let mut a = crate::transcript::Redactor::default().value(args).to_string();
+            let mut a = cst_core::transcript::Redactor::default().value(args).to_string();
             if a.len() > 160 {
                 let mut cut = 160;
                 while !a.is_char_boundary(cut) {

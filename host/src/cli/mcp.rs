@@ -4,8 +4,8 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 
 use super::{exit, Cli};
-use crate::discovery::Loaded;
-use crate::mcp::{self, McpManager};
+use cst_extensions::discovery::Loaded;
+use cst_extensions::mcp::{self, McpManager};
 
 #[derive(Debug, Subcommand)]
 pub enum McpCmd {

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::discovery::ToolsProfile;
+use cst_config::ToolsProfile;
 
 /// Exit codes shared by every command.
 pub mod exit {
@@ -65,8 +65,8 @@ pub fn print_warnings(warnings: &[String]) {
 
 impl Cli {
     /// Discover this session's extensions (E1–E7) for the chosen workspace and profile.
-    pub fn load(&self) -> crate::discovery::Loaded {
-        crate::discovery::load(&crate::discovery::LoadOptions {
+    pub fn load(&self) -> cst_extensions::discovery::Loaded {
+        cst_extensions::discovery::load(&cst_extensions::discovery::LoadOptions {
             workspace: self.workspace_dir(),
             profile: self.tools,
         })

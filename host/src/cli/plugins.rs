@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 
 use super::{exit, Cli};
-use crate::plugins::install;
+use cst_extensions::plugins::install;
 
 #[derive(Debug, Subcommand)]
 pub enum PluginsCmd {
@@ -27,7 +27,7 @@ pub async fn run(cli: &Cli, cmd: &PluginsCmd) -> i32 {
     if let PluginsCmd::Trust(t) = cmd {
         return super::trust::run(cli, *t);
     }
-    let plugins_dir = match crate::config_dir::plugins_dir() {
+    let plugins_dir = match cst_config::config_dir::plugins_dir() {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: config dir: {e}");

@@ -2,7 +2,7 @@
 //! untrusted workspace with `.agent/plugins` or `.agent/mcp.json`, the T1 hint.
 
 use super::{exit, Cli};
-use crate::discovery;
+use cst_extensions::discovery;
 
 pub fn run(cli: &Cli) -> i32 {
     let workspace = cli.workspace_dir();
@@ -10,7 +10,7 @@ pub fn run(cli: &Cli) -> i32 {
     super::print_warnings(&loaded.warnings);
     println!("{}", discovery::summary_line(&loaded));
     println!("workspace: {}", workspace.display());
-    println!("sandbox: {}", crate::sandbox::status());
+    println!("sandbox: {}", cst_extensions::sandbox::status());
     if let Some(hint) = &loaded.untrusted_hint {
         println!("{hint}");
     }

@@ -6,8 +6,8 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 
 use super::{exit, Cli};
-use crate::discovery;
-use crate::tools::{CallError, ToolContext};
+use cst_extensions::discovery;
+use cst_registry::{CallError, ToolContext};
 
 #[derive(Debug, Subcommand)]
 pub enum ToolsCmd {

@@ -17,7 +17,7 @@ pub enum TrustCmd {
 pub fn run(cli: &Cli, cmd: TrustCmd) -> i32 {
     let ws = cli.workspace_dir();
     match cmd {
-        TrustCmd::Trust => match crate::trust::trust(&ws) {
+        TrustCmd::Trust => match cst_config::trust::trust(&ws) {
             Ok(real) => {
                 println!("trusted workspace: {}", real.display());
                 exit::OK
@@ -27,7 +27,7 @@ pub fn run(cli: &Cli, cmd: TrustCmd) -> i32 {
                 exit::FAILURE
             }
         },
-        TrustCmd::Untrust => match crate::trust::untrust(&ws) {
+        TrustCmd::Untrust => match cst_config::trust::untrust(&ws) {
             Ok(true) => {
                 println!("untrusted workspace: {}", ws.display());
                 exit::OK

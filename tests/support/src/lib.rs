@@ -10,6 +10,11 @@
 //! Several conversations (a main agent and its sub-agents) can share one server:
 //! [`ScriptedServer::start_conversations`] gives each its own script, picked by a text its first
 //! user message contains, and checks each conversation's invariants on its own.
+//!
+//! With the `session` feature, [`session`] runs the real core against such a server in-process.
+
+#[cfg(feature = "session")]
+pub mod session;
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;

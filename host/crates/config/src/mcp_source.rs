@@ -1,0 +1,25 @@
+//! Where MCP server definitions come from; the MCP client parses them.
+
+use std::path::PathBuf;
+
+/// Which place an extension came from (E7 precedence: workspace > config dir > plugin).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    Workspace,
+    ConfigDir,
+    Plugin(String),
+}
+
+/// One `mcpServers` object to hand to the MCP layer.
+#[derive(Debug, Clone)]
+pub struct McpSource {
+    /// The mcp.json or plugin.json it came from.
+    pub file: PathBuf,
+    /// The `mcpServers` object, unparsed.
+    pub servers: serde_json::Value,
+    /// Relative `cwd` values resolve against this; a plugin's servers default to it (M4).
+    pub cwd_base: PathBuf,
+    /// Whether a server without `cwd` runs in `cwd_base` (plugins) or the workspace.
+    pub default_cwd: PathBuf,
+    pub origin: Origin,
+}

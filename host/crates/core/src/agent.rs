@@ -1,0 +1,267 @@
+//! One agent loop: a turn of model calls and tool calls, for the main agent of a session or a
+//! sub-agent running a `task`. In one model reply, consecutive `read` calls run at the same time
+//! (a `task` call counts as one when its role is read-only); any other call runs alone, in
+//! order; results go back in the order of the calls.
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::events::EventBus;
+use crate::model::{ChatMessage, ModelClient, ModelError, ToolCall, ToolDef};
+use cst_protocol::{Event, Outcome, ToolCallRequest, TurnEnd};
+use cst_registry::question::Questions;
+use cst_registry::task::{SubAgentHost, TaskArgs};
+use cst_registry::{CallError, Perm, PermissionGate, Registry, ToolContext, ToolScope};
+
+/// What runs the main agent's `task` calls (the session's sub-agents). A trait so the loop does
+/// not depend on the module that runs sub-agents with it.
+pub(crate) trait TaskHost: SubAgentHost {
+    /// Whether `role` is read-only (its `task` calls may run in parallel, A3).
+    fn role_is_readonly(&self, role: &str) -> bool;
+}
+
+/// One agent loop: the main agent of a session, or a sub-agent running a `task`.
+pub(crate) struct Agent {
+    pub(crate) workspace: PathBuf,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) model: ModelClient,
+    pub(crate) max_steps: u32,
+    pub(crate) gate: Arc<dyn PermissionGate>,
+    pub(crate) events: EventBus,
+    /// The system prompt as it is now (a reload rebuilds its indexes); put first in the
+    /// history before each model call. `None`: the history's own first message stays.
+    pub(crate) system_prompt: Option<Arc<RwLock<String>>>,
+    /// Who answers `ask_user` (the main agent only, A2).
+    pub(crate) questions: Option<Arc<dyn Questions>>,
+    pub(crate) history: Vec<ChatMessage>,
+    /// A sub-agent's limits (A2, A3); `None` for the main agent.
+    pub(crate) scope: Option<Arc<ToolScope>>,
+    /// What runs `task` calls; only the main agent has it (A2: no nesting).
+    pub(crate) subagents: Option<Arc<dyn TaskHost>>,
+    /// `Some(N)` for sub-agent N: its events reach the front end wrapped in [`Event::SubAgent`].
+    pub(crate) sub: Option<u32>,
+}
+
+impl Agent {
+    pub(crate) fn emit(&self, ev: Event) {
+        let ev = match self.sub {
+            None => ev,
+            // Sub-agents' text deltas are noise for the parent's front end; the whole message follows.
+            Some(_) if matches!(ev, Event::MessageDelta { .. }) => return,
+            Some(n) => Event::SubAgent { n, event: Box::new(ev) },
+        };
+        self.events.emit(ev);
+    }
+
+    fn refresh_system_prompt(&mut self) {
+        let Some(shared) = &self.system_prompt else { return };
+        let content = shared.read().unwrap_or_else(|e| e.into_inner()).clone();
+        match self.history.first_mut() {
+            Some(ChatMessage::System { content: c }) => *c = content,
+            _ => self.history.insert(0, ChatMessage::System { content }),
+        }
+    }
+
+    fn tool_defs(&self) -> Vec<ToolDef> {
+        self.registry
+            .specs()
+            .into_iter()
+            .filter(|s| self.scope.as_ref().is_none_or(|scope| scope.permits(s).is_ok()))
+            .map(|s| ToolDef {
+                name: s.name,
+                description: s.description,
+                parameters: s.input_schema,
+            })
+            .collect()
+    }
+
+    pub(crate) async fn run_turn(&mut self, text: String, cancel: &CancellationToken) -> (TurnEnd, u32) {
+        self.emit(Event::UserMessage { text: text.clone() });
+        self.history.push(ChatMessage::User { content: text });
+        let max = self.max_steps.max(1);
+        for step in 1..=max {
+            if cancel.is_cancelled() {
+                return (TurnEnd::Cancelled, step - 1);
+            }
+            self.refresh_system_prompt();
+            let tools = self.tool_defs();
+            let events = self.events.clone();
+            let is_sub = self.sub.is_some();
+            let mut on_delta = move |d: &str| {
+                if !is_sub {
+                    events.emit(Event::MessageDelta { text: d.to_string() });
+                }
+            };
+            let reply = match self.model.complete(&self.history, &tools, cancel, &mut on_delta).await {
+                Ok(r) => r,
+                Err(ModelError::Cancelled) => return (TurnEnd::Cancelled, step - 1),
+                Err(e) => {
+                    let message = e.to_string();
+                    self.emit(Event::Error {
+                        message: message.clone(),
+                    });
+                    return (TurnEnd::Failed { message }, step);
+                }
+            };
+            self.emit(Event::Message {
+                text: reply.text.clone(),
+                tool_calls: reply
+                    .tool_calls
+                    .iter()
+                    .map(|c| ToolCallRequest {
+                        id: c.id.clone(),
+                        tool: c.function.name.clone(),
+                        args: parse_args(&c.function.arguments)
+                            .unwrap_or_else(|_| Value::String(c.function.arguments.clone())),
+                    })
+                    .collect(),
+            });
+            let calls = reply.tool_calls;
+            self.history.push(ChatMessage::Assistant {
+                content: (!reply.text.is_empty()).then_some(reply.text.clone()),
+                tool_calls: calls.clone(),
+            });
+            if calls.is_empty() {
+                return (TurnEnd::Done { answer: reply.text }, step);
+            }
+            if step == max {
+                // Every call still gets an answer so the conversation stays valid for a next turn.
+                for c in &calls {
+                    self.history.push(ChatMessage::Tool {
+                        tool_call_id: c.id.clone(),
+                        content: format!("error: not run: the step limit ({max}) was reached"),
+                    });
+                }
+                return (TurnEnd::MaxSteps { limit: max }, step);
+            }
+            let outputs = self.run_calls(&calls, cancel).await;
+            for (c, out) in calls.iter().zip(outputs) {
+                self.history.push(ChatMessage::Tool {
+                    tool_call_id: c.id.clone(),
+                    content: out,
+                });
+            }
+            if cancel.is_cancelled() {
+                return (TurnEnd::Cancelled, step);
+            }
+        }
+        (TurnEnd::MaxSteps { limit: max }, max)
+    }
+
+    /// Run one reply's calls: consecutive parallel-safe calls together, others alone, in order.
+    async fn run_calls(&self, calls: &[ToolCall], cancel: &CancellationToken) -> Vec<String> {
+        let mut out = Vec::with_capacity(calls.len());
+        let mut i = 0;
+        while i < calls.len() {
+            let mut j = i + 1;
+            if self.parallel_safe(&calls[i]) {
+                while j < calls.len() && self.parallel_safe(&calls[j]) {
+                    j += 1;
+                }
+            }
+            if j - i == 1 {
+                out.push(self.run_one(&calls[i], cancel).await);
+            } else {
+                let batch = calls[i..j].iter().map(|c| self.run_one(c, cancel));
+                out.extend(futures::future::join_all(batch).await);
+            }
+            i = j;
+        }
+        out
+    }
+
+    /// `read` tools may run together (P6, M6); a `task` call only when its role is read-only (A3).
+    fn parallel_safe(&self, call: &ToolCall) -> bool {
+        let Some(spec) = self.registry.spec(&call.function.name) else {
+            return false;
+        };
+        if spec.perm != Perm::Read {
+            return false;
+        }
+        if !cst_extensions::subagents::task_tool::is_task_tool(&spec) {
+            return true;
+        }
+        let role = parse_args(&call.function.arguments)
+            .ok()
+            .and_then(|a| serde_json::from_value::<TaskArgs>(a).ok());
+        match (role, &self.subagents) {
+            (Some(args), Some(subs)) => subs.role_is_readonly(args.role()),
+            _ => false,
+        }
+    }
+
+    /// Run one call through the registry; returns the text for the model.
+    async fn run_one(&self, call: &ToolCall, cancel: &CancellationToken) -> String {
+        let name = call.function.name.as_str();
+        let spec = self.registry.spec(name);
+        let source = spec
+            .as_ref()
+            .map(|s| format!("{}:{}", s.source.kind.as_str(), s.source.owner))
+            .unwrap_or_else(|| "unknown".into());
+        let args = parse_args(&call.function.arguments);
+        self.emit(Event::ToolCallStarted {
+            call_id: call.id.clone(),
+            tool: name.to_string(),
+            source: source.clone(),
+            args: args
+                .clone()
+                .unwrap_or_else(|_| Value::String(call.function.arguments.clone())),
+        });
+        let start = Instant::now();
+        let (outcome, output) = match args.clone() {
+            Err(e) => (
+                Outcome::Error,
+                format!("error: the arguments of `{name}` are not valid JSON: {e}"),
+            ),
+            Ok(_) if cancel.is_cancelled() => (Outcome::Cancelled, "error: cancelled before it ran".into()),
+            Ok(args) => {
+                let ctx = ToolContext {
+                    workspace: self.workspace.clone(),
+                    cancel: cancel.clone(),
+                    gate: Some(self.gate.clone()),
+                    scope: self.scope.clone(),
+                    subagents: self.subagents.clone().map(|s| s as Arc<dyn SubAgentHost>),
+                    questions: self.questions.clone(),
+                    call_id: Some(call.id.clone()),
+                };
+                match self.registry.call(name, args, &ctx).await {
+                    Ok(text) => (Outcome::Ok, text),
+                    Err(e) => {
+                        let outcome = match &e {
+                            CallError::Denied { .. } => Outcome::Denied,
+                            CallError::TimedOut { .. } => Outcome::TimedOut,
+                            CallError::Cancelled(_) => Outcome::Cancelled,
+                            _ => Outcome::Error,
+                        };
+                        let mut text = format!("error: {e}");
+                        if let CallError::Failed { exit_code: Some(c), .. } = &e {
+                            text.push_str(&format!("\n(exit code {c})"));
+                        }
+                        (outcome, text)
+                    }
+                }
+            }
+        };
+        let duration = start.elapsed();
+        self.emit(Event::ToolCallFinished {
+            call_id: call.id.clone(),
+            tool: name.to_string(),
+            outcome,
+            output: output.clone(),
+            duration,
+        });
+        output
+    }
+}
+
+/// Tool-call arguments as the model sent them; an empty string means no arguments.
+pub(crate) fn parse_args(text: &str) -> Result<Value, String> {
+    if text.trim().is_empty() {
+        return Ok(json!({}));
+    }
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}

@@ -1,0 +1,295 @@
+//! Approvals by permission category (P6, P11, M8): the one [`PermissionGate`] every tool call of
+//! every source goes through. See `docs/approvals.md` for the table.
+//!
+//! | perm  | `ask` | `auto` (default)                         | `full`               |
+//! |-------|-------|------------------------------------------|----------------------|
+//! | read  | runs  | runs                                     | runs                 |
+//! | write | asks  | runs (file tools stay in the workspace)  | runs (may leave it)  |
+//! | shell | asks  | runs sandboxed if a sandbox exists, else asks | runs unsandboxed |
+//! | net   | asks  | asks                                     | runs                 |
+//!
+//! For built-in file tools `Decision::Allow { sandboxed }` means "confined to the workspace".
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use cst_protocol::ApprovalDecision;
+use cst_registry::{Decision, Perm, PermissionGate, ToolSpec};
+
+/// The approval mode of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ApprovalMode {
+    /// Everything but reads asks.
+    Ask,
+    /// Reads and workspace writes run, shell runs sandboxed where possible, net asks.
+    #[default]
+    Auto,
+    /// Everything runs, unsandboxed; file tools may leave the workspace.
+    Full,
+}
+
+impl ApprovalMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalMode::Ask => "ask",
+            ApprovalMode::Auto => "auto",
+            ApprovalMode::Full => "full",
+        }
+    }
+}
+
+/// What the table says for one call, before anyone is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Run { sandboxed: bool },
+    Ask,
+}
+
+/// The mode table. `sandbox` says whether this system has a shell sandbox (P11).
+pub fn verdict(mode: ApprovalMode, perm: Perm, sandbox: bool) -> Verdict {
+    use ApprovalMode::*;
+    match (mode, perm) {
+        (_, Perm::Read) => Verdict::Run {
+            sandboxed: mode != Full,
+        },
+        (Full, _) => Verdict::Run { sandboxed: false },
+        (Auto, Perm::Write) => Verdict::Run { sandboxed: true },
+        (Auto, Perm::Shell) if sandbox => Verdict::Run { sandboxed: true },
+        _ => Verdict::Ask,
+    }
+}
+
+/// A call that needs a person's decision, as the gate hands it to whoever shows it (the session
+/// turns it into an `ApprovalRequested` event). Answer with [`ApprovalGate::answer`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    pub request_id: u64,
+    pub tool: String,
+    pub perm: Perm,
+    pub args: Value,
+    pub reason: String,
+    /// The sub-agent that asks (its N); `None` for the main agent.
+    pub subagent: Option<u32>,
+}
+
+/// Shows a request to a person; returns false when nobody is listening.
+pub type RequestSink = Box<dyn Fn(ApprovalRequest) -> bool + Send + Sync>;
+
+/// The session's gate: applies the table, asks a person through events when needed, remembers
+/// "always" answers per tool for the session.
+pub struct ApprovalGate {
+    mode: ApprovalMode,
+    sandbox: bool,
+    /// No person can answer: a call that would ask is refused and the model is told.
+    headless: bool,
+    always: Mutex<HashSet<String>>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<ApprovalDecision>>>,
+    next_id: AtomicU64,
+    requests: Option<RequestSink>,
+}
+
+impl ApprovalGate {
+    /// `requests` shows a request to a person; `None` (or `headless`) refuses what would ask.
+    pub fn new(mode: ApprovalMode, headless: bool, requests: Option<RequestSink>) -> Self {
+        Self {
+            mode,
+            sandbox: cst_extensions::sandbox::available(),
+            headless,
+            always: Mutex::default(),
+            pending: Mutex::default(),
+            next_id: AtomicU64::new(1),
+            requests,
+        }
+    }
+
+    /// Same, with the sandbox availability given (tests, platforms).
+    pub fn with_sandbox(mut self, sandbox: bool) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    pub fn mode(&self) -> ApprovalMode {
+        self.mode
+    }
+
+    /// Deliver a person's answer. Unknown ids (already answered, cancelled) are ignored.
+    pub fn answer(&self, request_id: u64, decision: ApprovalDecision) {
+        let tx = self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&request_id);
+        if let Some(tx) = tx {
+            let _ = tx.send(decision);
+        }
+    }
+
+    /// Refuse every open request (the turn was cancelled).
+    pub fn cancel_pending(&self) {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    fn sandboxed_if_run(&self, perm: Perm) -> bool {
+        match perm {
+            // Approved writes still stay in the workspace unless the mode is `full`.
+            Perm::Read | Perm::Write => self.mode != ApprovalMode::Full,
+            Perm::Shell => self.mode == ApprovalMode::Auto && self.sandbox,
+            Perm::Net => false,
+        }
+    }
+
+    /// `subagent`: the sub-agent making the call, named in the approval request.
+    async fn decide(&self, spec: &ToolSpec, args: &Value, subagent: Option<u32>) -> Decision {
+        if let Verdict::Run { sandboxed } = verdict(self.mode, spec.perm, self.sandbox) {
+            return Decision::Allow { sandboxed };
+        }
+        let sandboxed = self.sandboxed_if_run(spec.perm);
+        if self
+            .always
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&spec.name)
+        {
+            return Decision::Allow { sandboxed };
+        }
+        let why = format!(
+            "`{}` is a {} tool and the approval mode is `{}`{}",
+            spec.name,
+            spec.perm,
+            self.mode.as_str(),
+            if spec.perm == Perm::Shell && self.mode == ApprovalMode::Auto {
+                " with no shell sandbox on this system"
+            } else {
+                ""
+            }
+        );
+        let Some(requests) = self.requests.as_ref().filter(|_| !self.headless) else {
+            return Decision::Deny {
+                reason: format!(
+                    "{why}, so it needs a person's approval, and this headless run cannot ask; \
+                     the call was not run (the user can rerun with --approval full)"
+                ),
+            };
+        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id, tx);
+        let shown = requests(ApprovalRequest {
+            request_id: id,
+            tool: spec.name.clone(),
+            perm: spec.perm,
+            args: args.clone(),
+            reason: why,
+            subagent,
+        });
+        if !shown {
+            self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            return Decision::Deny {
+                reason: "no front end is listening to approve the call".into(),
+            };
+        }
+        match rx.await {
+            Ok(ApprovalDecision::Yes) => Decision::Allow { sandboxed },
+            Ok(ApprovalDecision::Always) => {
+                self.always
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(spec.name.clone());
+                Decision::Allow { sandboxed }
+            }
+            Ok(ApprovalDecision::No) => Decision::Deny {
+                reason: "the user declined this call".into(),
+            },
+            Err(_) => Decision::Deny {
+                reason: "the approval request was withdrawn (turn cancelled)".into(),
+            },
+        }
+    }
+}
+
+impl PermissionGate for ApprovalGate {
+    fn check<'a>(&'a self, spec: &'a ToolSpec, args: &'a Value) -> BoxFuture<'a, Decision> {
+        Box::pin(self.decide(spec, args, None))
+    }
+}
+
+/// The session's gate as seen by sub-agent `n`: the same mode, the same remembered answers, the
+/// same front end; its requests say which sub-agent asks.
+pub struct SubAgentGate {
+    pub gate: std::sync::Arc<ApprovalGate>,
+    pub n: u32,
+}
+
+impl PermissionGate for SubAgentGate {
+    fn check<'a>(&'a self, spec: &'a ToolSpec, args: &'a Value) -> BoxFuture<'a, Decision> {
+        Box::pin(self.gate.decide(spec, args, Some(self.n)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cst_registry::ToolSource;
+
+    fn spec(name: &str, perm: Perm) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            perm,
+            source: ToolSource::builtin(),
+            timeout: cst_registry::DEFAULT_TIMEOUT,
+        }
+    }
+
+    #[test]
+    fn table() {
+        use ApprovalMode::*;
+        assert_eq!(verdict(Ask, Perm::Read, false), Verdict::Run { sandboxed: true });
+        assert_eq!(verdict(Ask, Perm::Write, true), Verdict::Ask);
+        assert_eq!(verdict(Auto, Perm::Write, false), Verdict::Run { sandboxed: true });
+        assert_eq!(verdict(Auto, Perm::Shell, true), Verdict::Run { sandboxed: true });
+        assert_eq!(verdict(Auto, Perm::Shell, false), Verdict::Ask);
+        assert_eq!(verdict(Auto, Perm::Net, true), Verdict::Ask);
+        assert_eq!(verdict(Full, Perm::Net, false), Verdict::Run { sandboxed: false });
+        assert_eq!(verdict(Full, Perm::Write, false), Verdict::Run { sandboxed: false });
+    }
+
+    #[tokio::test]
+    async fn headless_refuses_and_always_is_remembered() {
+        let gate = ApprovalGate::new(ApprovalMode::Ask, true, None);
+        match gate.check(&spec("write_file", Perm::Write), &Value::Null).await {
+            Decision::Deny { reason } => assert!(reason.contains("headless"), "{reason}"),
+            d => panic!("{d:?}"),
+        }
+
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ApprovalRequest>();
+        let sink: RequestSink = Box::new(move |r| tx.send(r).is_ok());
+        let gate = std::sync::Arc::new(ApprovalGate::new(ApprovalMode::Auto, false, Some(sink)).with_sandbox(false));
+        let g2 = gate.clone();
+        let answerer = tokio::spawn(async move {
+            while let Some(r) = rx.recv().await {
+                g2.answer(r.request_id, ApprovalDecision::Always);
+            }
+        });
+        let net = spec("fetch", Perm::Net);
+        assert_eq!(
+            gate.check(&net, &Value::Null).await,
+            Decision::Allow { sandboxed: false }
+        );
+        // Remembered: answered without a new request even with nobody listening.
+        answerer.abort();
+        let _ = answerer.await;
+        assert_eq!(
+            gate.check(&net, &Value::Null).await,
+            Decision::Allow { sandboxed: false }
+        );
+        let other = spec("other", Perm::Net);
+        assert!(matches!(gate.check(&other, &Value::Null).await, Decision::Deny { .. }));
+    }
+}

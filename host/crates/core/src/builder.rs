@@ -1,0 +1,147 @@
+//! [`SessionBuilder`]: how every front end gets a running session. It discovers the extensions
+//! (E1–E7), starts the MCP servers (waiting for them when headless, M7), builds the prompts and
+//! spawns the session, which then owns the extensions and stops them when it ends.
+//!
+//! ```no_run
+//! # async fn demo(model: cst_core::model::ModelClient) {
+//! use cst_core::builder::SessionBuilder;
+//! let mut session = SessionBuilder::new("/work/repo".into(), model).headless(true).build().await;
+//! eprintln!("{}", session.summary);
+//! let _ = session.handle.ops.send(cst_core::Op::UserTurn { text: "hello".into() });
+//! while let Some(event) = session.handle.events.recv().await { /* … */ # let _ = event; }
+//! # }
+//! ```
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::approvals::ApprovalMode;
+use crate::events::EventSink;
+use crate::model::ModelClient;
+use crate::prompt;
+use crate::session::{spawn, SessionConfig, SessionHandle, DEFAULT_MAX_STEPS};
+use crate::session_extensions::SessionExtensions;
+use cst_config::ToolsProfile;
+use cst_extensions::discovery::{self, LoadOptions};
+
+/// How long a headless session waits for MCP servers that are still starting (M7).
+pub const HEADLESS_MCP_WAIT: Duration = Duration::from_secs(30);
+
+/// Settings of a session to be built; each has the default a user of `exec` gets.
+pub struct SessionBuilder {
+    workspace: PathBuf,
+    model: ModelClient,
+    profile: ToolsProfile,
+    approval: ApprovalMode,
+    headless: bool,
+    max_steps: u32,
+    transcript: bool,
+    mcp_wait: Option<Duration>,
+    sinks: Vec<Arc<dyn EventSink>>,
+}
+
+/// A built session: the handle to talk to it and what it loaded.
+pub struct Session {
+    pub handle: SessionHandle,
+    /// E9's summary line, e.g. `2 skills · 1 plugin (3 tools) · 1 MCP server`.
+    pub summary: String,
+    /// Problems found while loading (broken files, clashes, servers that failed to start).
+    pub warnings: Vec<String>,
+    /// T1's hint when the workspace has extensions that wait for trust.
+    pub untrusted_hint: Option<String>,
+}
+
+impl SessionBuilder {
+    /// `workspace` should be canonical (the builder does not resolve it).
+    pub fn new(workspace: PathBuf, model: ModelClient) -> Self {
+        Self {
+            workspace,
+            model,
+            profile: ToolsProfile::Default,
+            approval: ApprovalMode::default(),
+            headless: false,
+            max_steps: DEFAULT_MAX_STEPS,
+            transcript: true,
+            mcp_wait: None,
+            sinks: Vec::new(),
+        }
+    }
+
+    pub fn profile(mut self, profile: ToolsProfile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    pub fn approval(mut self, approval: ApprovalMode) -> Self {
+        self.approval = approval;
+        self
+    }
+
+    /// No person is present: calls that would ask are refused, `ask_user` says so, and the
+    /// build waits up to [`HEADLESS_MCP_WAIT`] for MCP servers (M7).
+    pub fn headless(mut self, headless: bool) -> Self {
+        self.headless = headless;
+        if headless && self.mcp_wait.is_none() {
+            self.mcp_wait = Some(HEADLESS_MCP_WAIT);
+        }
+        self
+    }
+
+    pub fn max_steps(mut self, max_steps: u32) -> Self {
+        self.max_steps = max_steps;
+        self
+    }
+
+    /// Write `.agent/sessions/<id>/main.jsonl` (default: yes).
+    pub fn transcript(mut self, transcript: bool) -> Self {
+        self.transcript = transcript;
+        self
+    }
+
+    /// Wait this long for MCP servers before the session starts (`None`: do not wait; tools
+    /// appear as servers become ready).
+    pub fn mcp_wait(mut self, wait: Option<Duration>) -> Self {
+        self.mcp_wait = wait;
+        self
+    }
+
+    /// Another sink for every event (the deployment layer's hooks).
+    pub fn sink(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.sinks.push(sink);
+        self
+    }
+
+    pub async fn build(self) -> Session {
+        let (mut ext, mut warnings) = SessionExtensions::load(LoadOptions {
+            workspace: self.workspace.clone(),
+            profile: self.profile,
+        });
+        let summary = discovery::summary_line(&ext.loaded);
+        if let Some(wait) = self.mcp_wait {
+            ext.mcp.wait_ready(wait).await;
+            warnings.extend(ext.mcp.warnings());
+        }
+        ext.mcp_wait = self.mcp_wait;
+        // Read once (AGENTS.md, the skills index): the main prompt and every sub-agent's share it.
+        let context = prompt::context(&self.workspace, &ext.loaded.skills);
+        let system_prompt = prompt::system_prompt(&context, &ext.loaded.roles);
+        let untrusted_hint = ext.loaded.untrusted_hint.clone();
+        let mut config = SessionConfig::new(self.workspace, ext.loaded.registry.clone(), self.model);
+        config.approval = self.approval;
+        config.headless = self.headless;
+        config.max_steps = self.max_steps;
+        config.system_prompt = system_prompt;
+        config.transcript = self.transcript;
+        config.roles = ext.loaded.roles.clone();
+        config.subagent_context = context;
+        config.sinks = self.sinks;
+        config.extensions = Some(ext);
+        Session {
+            handle: spawn(config),
+            summary,
+            warnings,
+            untrusted_hint,
+        }
+    }
+}

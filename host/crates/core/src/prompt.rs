@@ -1,0 +1,125 @@
+//! The system prompts. The main agent's: base instructions, then the context (workspace root,
+//! skills index (S3), AGENTS.md at the workspace root), then the sub-agent role index (A1).
+//! A sub-agent's: its own base instructions, the same context, then its role's body (A4).
+
+use std::path::Path;
+
+use cst_extensions::skills::{render_index, Skill};
+use cst_extensions::subagents::{Role, RoleSet};
+
+/// Largest AGENTS.md taken into the prompt; the rest is cut with a note.
+pub const MAX_AGENTS_MD_BYTES: usize = 32 * 1024;
+
+const BASE: &str = "You are cst-agent, a coding agent working in a software workspace.
+Use the tools to inspect and change files and to run commands; do not guess file contents.
+Paths are relative to the workspace root unless absolute. Prefer edit_file for small changes.
+Several read-only tool calls in one reply run at the same time.
+When a tool call is refused or fails, read the message and adjust instead of repeating it.
+When the task is done, reply with a short final answer and no tool calls.";
+
+const SUBAGENT_BASE: &str = "You are a sub-agent of cst-agent, a coding agent. The main agent gave you one task.
+Work on it with the tools, then reply with a final report and no tool calls. The main agent sees only
+that report, not your tool calls, so put in it everything it needs: findings, file paths, what you changed.
+Paths are relative to the workspace root unless absolute. Several read-only tool calls in one reply run at
+the same time. When a tool call is refused or fails, read the message and adjust instead of repeating it.";
+
+/// Build the main agent's system prompt from the session's [`context`] (shared with the
+/// sub-agents' prompts, so it is built once). `roles` empty (the `minimal` tools profile has no
+/// `task` tool) leaves the role index out.
+pub fn system_prompt(context: &str, roles: &RoleSet) -> String {
+    let mut out = String::from(BASE);
+    out.push_str(context);
+    if !roles.is_empty() {
+        out.push_str(
+            "\n## Sub-agents\nCall `task` with `description`, `prompt` and `agent` (one of these roles) to hand \
+             a self-contained piece of work to a sub-agent; you get its final report back.\n",
+        );
+        out.push_str(&roles.index().text);
+    }
+    out
+}
+
+/// A sub-agent's system prompt: its base instructions, the session's context, its role (A4).
+pub fn subagent_prompt(context: &str, role: &Role) -> String {
+    let mut out = String::from(SUBAGENT_BASE);
+    out.push_str(context);
+    out.push_str(&format!("\n## Your role: {}\n", role.name));
+    if role.readonly {
+        out.push_str(
+            "You are read-only: you cannot write files, run shell commands or use tools that change things.\n",
+        );
+    }
+    if !role.instructions.is_empty() {
+        out.push_str(&role.instructions);
+        out.push('\n');
+    }
+    out
+}
+
+/// What both prompts say about the session: workspace root, skills index, AGENTS.md.
+pub fn context(workspace: &Path, skills: &[Skill]) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("\n\nWorkspace root: {}\n", workspace.display()));
+    if !skills.is_empty() {
+        let index = render_index(skills);
+        out.push_str("\n## Skills\nCall the `skill` tool with a name to load a skill's instructions.\n");
+        out.push_str(&index.text);
+    }
+    if let Some(agents) = read_agents_md(workspace) {
+        out.push_str("\n## Project instructions (AGENTS.md)\n");
+        out.push_str(&agents);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn read_agents_md(workspace: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(workspace.join("AGENTS.md")).ok()?;
+    if text.len() <= MAX_AGENTS_MD_BYTES {
+        return Some(text);
+    }
+    let mut cut = MAX_AGENTS_MD_BYTES;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    Some(format!(
+        "{}\n[AGENTS.md cut at {MAX_AGENTS_MD_BYTES} bytes]\n",
+        &text[..cut]
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn includes_skills_and_agents_md() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("AGENTS.md"), "Always run the tests.").unwrap();
+        let skills = vec![Skill {
+            name: "pdf-forms".into(),
+            description: "Fill PDF forms".into(),
+            dir: ws.path().into(),
+            file: ws.path().join("SKILL.md"),
+        }];
+        let roles = RoleSet::default();
+        let p = system_prompt(&context(ws.path(), &skills), &roles);
+        assert!(p.contains("- pdf-forms: Fill PDF forms"));
+        assert!(p.contains("Always run the tests."));
+        assert!(p.contains("## Sub-agents") && p.contains("- plan: (read-only)"), "{p}");
+        let bare = system_prompt(
+            &context(tempfile::tempdir().unwrap().path(), &[]),
+            &RoleSet::from_roles(Vec::new()),
+        );
+        assert!(!bare.contains("AGENTS.md") && !bare.contains("## Skills") && !bare.contains("## Sub-agents"));
+        let explore = roles.get("explore").unwrap();
+        let sub = subagent_prompt(&context(ws.path(), &skills), explore);
+        assert!(
+            sub.contains("You are read-only") && sub.contains("Always run the tests."),
+            "{sub}"
+        );
+        assert!(sub.contains(&explore.instructions));
+    }
+}

@@ -1,0 +1,167 @@
+//! `ask_user` round trips: a question goes out as [`Event::QuestionAsked`] with a request id, the
+//! front end answers with `Op::Answer`. Cancel-safe: cancelling the turn withdraws every open
+//! question, and a call future dropped half-way removes its own request.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use tokio::sync::oneshot;
+
+use crate::events::EventBus;
+use cst_protocol::Event;
+use cst_registry::question::{Questions, Unanswered};
+
+/// The session's open questions.
+pub struct QuestionBroker {
+    bus: EventBus,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Option<String>>>>,
+    next_id: AtomicU64,
+}
+
+impl QuestionBroker {
+    pub fn new(bus: EventBus) -> Self {
+        Self {
+            bus,
+            pending: Mutex::default(),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    /// Deliver a person's answer (`None`: declined). Unknown ids are ignored.
+    pub fn answer(&self, request_id: u64, answer: Option<String>) {
+        let tx = self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&request_id);
+        if let Some(tx) = tx {
+            let _ = tx.send(answer);
+        }
+    }
+
+    /// Withdraw every open question (the turn was cancelled).
+    pub fn cancel_pending(&self) {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    async fn ask_as(&self, question: &str, subagent: Option<u32>) -> Result<String, Unanswered> {
+        let request_id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(request_id, tx);
+        // Removes the request if this future is dropped before an answer (cancel, time limit).
+        let _guard = Forget {
+            broker: self,
+            request_id,
+        };
+        let shown = self.bus.emit(Event::QuestionAsked {
+            request_id,
+            question: question.to_string(),
+            subagent,
+        });
+        if !shown {
+            return Err(Unanswered::NoListener);
+        }
+        match rx.await {
+            Ok(Some(answer)) => Ok(answer),
+            Ok(None) => Err(Unanswered::Declined),
+            Err(_) => Err(Unanswered::Withdrawn),
+        }
+    }
+
+    /// The broker as seen by sub-agent `n` (its questions name it).
+    pub fn for_subagent(self: &Arc<Self>, n: u32) -> Arc<dyn Questions> {
+        Arc::new(SubAgentQuestions {
+            broker: self.clone(),
+            n,
+        })
+    }
+}
+
+struct Forget<'a> {
+    broker: &'a QuestionBroker,
+    request_id: u64,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.broker
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.request_id);
+    }
+}
+
+impl Questions for QuestionBroker {
+    fn ask<'a>(&'a self, question: &'a str) -> BoxFuture<'a, Result<String, Unanswered>> {
+        Box::pin(self.ask_as(question, None))
+    }
+}
+
+struct SubAgentQuestions {
+    broker: Arc<QuestionBroker>,
+    n: u32,
+}
+
+impl Questions for SubAgentQuestions {
+    fn ask<'a>(&'a self, question: &'a str) -> BoxFuture<'a, Result<String, Unanswered>> {
+        Box::pin(self.broker.ask_as(question, Some(self.n)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::mpsc;
+
+    #[tokio::test]
+    async fn answered_declined_withdrawn_and_dropped() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let broker = Arc::new(QuestionBroker::new(EventBus::new(Some(tx))));
+
+        let b = broker.clone();
+        let asking = tokio::spawn(async move { b.ask("colour?").await });
+        let Some(Event::QuestionAsked {
+            request_id,
+            question,
+            subagent,
+        }) = rx.recv().await
+        else {
+            panic!("no question event")
+        };
+        assert_eq!((question.as_str(), subagent), ("colour?", None));
+        broker.answer(request_id, Some("blue".into()));
+        assert_eq!(asking.await.unwrap(), Ok("blue".into()));
+
+        let b = broker.clone();
+        let asking = tokio::spawn(async move { b.for_subagent(3).ask("size?").await });
+        let Some(Event::QuestionAsked {
+            request_id, subagent, ..
+        }) = rx.recv().await
+        else {
+            panic!("no question event")
+        };
+        assert_eq!(subagent, Some(3));
+        broker.answer(request_id, None);
+        assert_eq!(asking.await.unwrap(), Err(Unanswered::Declined));
+
+        let b = broker.clone();
+        let asking = tokio::spawn(async move { b.ask("wait?").await });
+        rx.recv().await.unwrap();
+        broker.cancel_pending();
+        assert_eq!(asking.await.unwrap(), Err(Unanswered::Withdrawn));
+
+        // A dropped call leaves nothing behind.
+        let b = broker.clone();
+        let asking = tokio::spawn(async move { b.ask("gone?").await });
+        rx.recv().await.unwrap();
+        asking.abort();
+        let _ = asking.await;
+        assert!(broker.pending.lock().unwrap().is_empty());
+    }
+}

@@ -1,0 +1,326 @@
+//! The session task: driven by [`Op`]s, it emits [`Event`]s on its [`EventBus`]. Turns are
+//! queued and run one at a time by the agent loop ([`crate::agent`]); cancel, approval answers,
+//! question answers and reloads act at once, even mid-turn. The session owns its loaded
+//! extensions ([`SessionExtensions`]) and shuts them down (MCP servers) before it closes.
+//!
+//! Front ends build sessions with [`SessionBuilder`](crate::builder::SessionBuilder); [`spawn`]
+//! is the layer under it, for sessions whose tools are assembled by hand (tests, benchmarks).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::Agent;
+use crate::approvals::{ApprovalGate, ApprovalMode, RequestSink};
+use crate::events::{EventBus, EventSink};
+use crate::model::{ChatMessage, ModelClient};
+use crate::questions::QuestionBroker;
+use crate::session_extensions::SessionExtensions;
+use crate::transcript::{Record, Redactor, Transcript, TranscriptOf, TranscriptSink};
+use crate::{prompt, subagent};
+use cst_extensions::subagents::RoleSet;
+use cst_protocol::{Event, Op, ReloadSummary};
+use cst_registry::question::Questions;
+use cst_registry::Registry;
+
+/// Default step limit of a turn (model calls).
+pub const DEFAULT_MAX_STEPS: u32 = 50;
+
+/// Everything a session needs.
+pub struct SessionConfig {
+    pub workspace: PathBuf,
+    pub registry: Arc<Registry>,
+    pub model: ModelClient,
+    pub approval: ApprovalMode,
+    /// No person can answer approval requests or questions; calls that would ask are refused.
+    pub headless: bool,
+    /// Model calls per turn.
+    pub max_steps: u32,
+    pub system_prompt: String,
+    /// Write `.agent/sessions/<id>/main.jsonl`.
+    pub transcript: bool,
+    /// Extra values to redact from the transcript (besides the API key).
+    pub secrets: Vec<String>,
+    /// Sub-agent roles for the `task` tool (A1); the built-ins when none were loaded.
+    pub roles: Arc<RoleSet>,
+    /// Workspace root, skills index and AGENTS.md for sub-agents' system prompts
+    /// ([`prompt::context`]).
+    pub subagent_context: String,
+    /// What `Op::Reload` reloads and shutdown stops; `None`: tools assembled by hand.
+    pub extensions: Option<SessionExtensions>,
+    /// More sinks for every event (the hooks of the deployment layer), after the transcript and
+    /// before the front end.
+    pub sinks: Vec<Arc<dyn EventSink>>,
+}
+
+impl SessionConfig {
+    /// A config with no extensions, transcript on, no extra sinks.
+    pub fn new(workspace: PathBuf, registry: Arc<Registry>, model: ModelClient) -> Self {
+        Self {
+            workspace,
+            registry,
+            model,
+            approval: ApprovalMode::default(),
+            headless: false,
+            max_steps: DEFAULT_MAX_STEPS,
+            system_prompt: String::new(),
+            transcript: true,
+            secrets: Vec::new(),
+            roles: Default::default(),
+            subagent_context: String::new(),
+            extensions: None,
+            sinks: Vec::new(),
+        }
+    }
+}
+
+/// A front end's side of a running session.
+pub struct SessionHandle {
+    pub session_id: String,
+    pub ops: mpsc::UnboundedSender<Op>,
+    pub events: mpsc::UnboundedReceiver<Event>,
+}
+
+/// A new session id: sortable by start time, unique.
+pub fn new_session_id() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let uuid = uuid::Uuid::new_v4().simple().to_string();
+    format!("{secs}-{}", &uuid[..8])
+}
+
+/// The prompts a reload rebuilds; agents read them before each model call.
+#[derive(Clone)]
+struct Prompts {
+    main: Arc<RwLock<String>>,
+    subagent_context: Arc<RwLock<String>>,
+}
+
+/// Start a session task. It runs until [`Op::Shutdown`] or until `ops` is dropped, then stops its
+/// extensions, closes the transcript and sends [`Event::SessionClosed`].
+pub fn spawn(config: SessionConfig) -> SessionHandle {
+    let session_id = new_session_id();
+    let (ev_tx, ev_rx) = mpsc::unbounded_channel();
+    let bus = EventBus::new(Some(ev_tx));
+
+    let mut secrets = config.secrets.clone();
+    secrets.extend(config.model.config().api_key.clone());
+    let transcript = config
+        .transcript
+        .then(|| open_transcript(&config, &session_id, &secrets, &bus));
+    let transcript = transcript.flatten();
+    for sink in &config.sinks {
+        bus.add(sink.clone());
+    }
+
+    let requests: RequestSink = {
+        let bus = bus.clone();
+        Box::new(move |r| {
+            bus.emit(Event::ApprovalRequested {
+                request_id: r.request_id,
+                tool: r.tool,
+                perm: r.perm,
+                args: r.args,
+                reason: r.reason,
+                subagent: r.subagent,
+            })
+        })
+    };
+    let gate = Arc::new(ApprovalGate::new(config.approval, config.headless, Some(requests)));
+    let questions = (!config.headless).then(|| Arc::new(QuestionBroker::new(bus.clone())));
+
+    bus.emit(Event::SessionStarted {
+        session_id: session_id.clone(),
+        model: config.model.config().name.clone(),
+        transcript: transcript.as_ref().map(|t| t.path().to_path_buf()),
+    });
+
+    let prompts = Prompts {
+        main: Arc::new(RwLock::new(config.system_prompt.clone())),
+        subagent_context: Arc::new(RwLock::new(config.subagent_context.clone())),
+    };
+    let extensions = Arc::new(tokio::sync::Mutex::new(config.extensions));
+    let current_cancel = Arc::new(Mutex::new(CancellationToken::new()));
+    let (turn_tx, mut turn_rx) = mpsc::unbounded_channel::<String>();
+
+    // Op router: turns are queued; everything else acts at once, even mid-turn.
+    let router = Router {
+        cancel: current_cancel.clone(),
+        gate: gate.clone(),
+        questions: questions.clone(),
+        extensions: extensions.clone(),
+        bus: bus.clone(),
+        prompts: prompts.clone(),
+        workspace: config.workspace.clone(),
+    };
+    let (op_tx, mut op_rx) = mpsc::unbounded_channel::<Op>();
+    tokio::spawn(async move {
+        while let Some(op) = op_rx.recv().await {
+            match op {
+                Op::UserTurn { text } => {
+                    let _ = turn_tx.send(text);
+                }
+                Op::Shutdown => break,
+                other => router.handle(other),
+            }
+        }
+        // Shutdown or the front end went away: stop the running turn, end the turn queue.
+        router.cancel_turn();
+    });
+
+    let subagents = Arc::new(subagent::SubAgents {
+        workspace: config.workspace.clone(),
+        registry: config.registry.clone(),
+        model: config.model.clone(),
+        default_max_steps: config.max_steps,
+        gate: gate.clone(),
+        events: bus.clone(),
+        roles: config.roles.clone(),
+        context: prompts.subagent_context.clone(),
+        transcript_dir: transcript.as_ref().and_then(|t| {
+            t.path()
+                .parent()
+                .map(|d| (d.to_path_buf(), Redactor::new(secrets.clone())))
+        }),
+        next_n: Default::default(),
+    });
+    let mut agent = Agent {
+        history: vec![ChatMessage::System {
+            content: config.system_prompt.clone(),
+        }],
+        workspace: config.workspace.clone(),
+        registry: config.registry.clone(),
+        model: config.model.clone(),
+        max_steps: config.max_steps,
+        gate,
+        events: bus.clone(),
+        system_prompt: Some(prompts.main.clone()),
+        questions: questions.map(|q| q as Arc<dyn Questions>),
+        scope: None,
+        subagents: Some(subagents),
+        sub: None,
+    };
+    tokio::spawn(async move {
+        while let Some(text) = turn_rx.recv().await {
+            let cancel = CancellationToken::new();
+            *current_cancel.lock().unwrap_or_else(|e| e.into_inner()) = cancel.clone();
+            agent.events.emit(Event::TurnStarted);
+            let (end, steps) = agent.run_turn(text, &cancel).await;
+            agent.events.emit(Event::TurnFinished { end, steps });
+        }
+        // The session owns its extensions: MCP servers stop before the session says it closed.
+        if let Some(ext) = extensions.lock().await.take() {
+            ext.shutdown().await;
+        }
+        agent.events.emit(Event::SessionClosed);
+    });
+
+    SessionHandle {
+        session_id,
+        ops: op_tx,
+        events: ev_rx,
+    }
+}
+
+/// Create `main.jsonl`, write its header and put its sink on the bus.
+fn open_transcript(
+    config: &SessionConfig,
+    session_id: &str,
+    secrets: &[String],
+    bus: &EventBus,
+) -> Option<Arc<Transcript>> {
+    match Transcript::create(&config.workspace, session_id, Redactor::new(secrets.to_vec())) {
+        Ok(t) => {
+            let t = Arc::new(t);
+            t.write(&Record::Session {
+                session_id: session_id.to_string(),
+                model: config.model.config().name.clone(),
+                base_url: config.model.config().base_url.clone(),
+                workspace: config.workspace.clone(),
+                approval: config.approval.as_str().into(),
+                system_prompt: config.system_prompt.clone(),
+            });
+            bus.add(Arc::new(TranscriptSink::new(t.clone(), TranscriptOf::Main)));
+            Some(t)
+        }
+        Err(e) => {
+            bus.emit(Event::Warning {
+                message: format!(
+                    "cannot create the transcript under {}: {e}",
+                    config.workspace.join(".agent/sessions").display()
+                ),
+            });
+            None
+        }
+    }
+}
+
+/// What the op router needs to act on ops other than turns.
+struct Router {
+    cancel: Arc<Mutex<CancellationToken>>,
+    gate: Arc<ApprovalGate>,
+    questions: Option<Arc<QuestionBroker>>,
+    extensions: Arc<tokio::sync::Mutex<Option<SessionExtensions>>>,
+    bus: EventBus,
+    prompts: Prompts,
+    workspace: PathBuf,
+}
+
+impl Router {
+    fn handle(&self, op: Op) {
+        match op {
+            Op::Approval { request_id, decision } => self.gate.answer(request_id, decision),
+            Op::Answer { request_id, answer } => {
+                if let Some(q) = &self.questions {
+                    q.answer(request_id, answer);
+                }
+            }
+            Op::Cancel => self.cancel_turn(),
+            Op::Reload { what } => {
+                // Off the router, so approvals and cancel still work while servers stop and
+                // start; reloads run one at a time (the lock).
+                let extensions = self.extensions.clone();
+                let bus = self.bus.clone();
+                let prompts = self.prompts.clone();
+                let workspace = self.workspace.clone();
+                tokio::spawn(async move {
+                    let mut guard = extensions.lock().await;
+                    let (summary, warnings) = match guard.as_mut() {
+                        Some(ext) => {
+                            let (summary, warnings) = ext.reload(&what).await;
+                            // The indexes of the next model call's prompt follow the reload.
+                            let context = prompt::context(&workspace, &ext.loaded.skills);
+                            let main = prompt::system_prompt(&context, &ext.loaded.roles);
+                            *prompts.main.write().unwrap_or_else(|e| e.into_inner()) = main;
+                            *prompts.subagent_context.write().unwrap_or_else(|e| e.into_inner()) = context;
+                            (summary, warnings)
+                        }
+                        None => (
+                            ReloadSummary::default(),
+                            vec!["this session loaded no extensions, so there is nothing to reload".into()],
+                        ),
+                    };
+                    drop(guard);
+                    bus.emit(Event::Reloaded {
+                        what,
+                        summary,
+                        warnings,
+                    });
+                });
+            }
+            Op::UserTurn { .. } | Op::Shutdown => {}
+        }
+    }
+
+    fn cancel_turn(&self) {
+        self.cancel.lock().unwrap_or_else(|e| e.into_inner()).cancel();
+        self.gate.cancel_pending();
+        if let Some(q) = &self.questions {
+            q.cancel_pending();
+        }
+    }
+}

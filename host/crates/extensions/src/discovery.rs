@@ -1,0 +1,481 @@
+//! Discovery: find every extension (E1–E7, T1–T3) and build the registry a session uses.
+//!
+//! | where | what | when |
+//! |---|---|---|
+//! | `<ws>/.agent/skills/*/SKILL.md`, `<ws>/.claude/skills/*/SKILL.md` | skills | always |
+//! | `<config>/skills/*/SKILL.md` | skills | always |
+//! | `<ws>/.agent/plugins/*/plugin.json` | plugins | only when the workspace is trusted |
+//! | `<config>/plugins/*/plugin.json` | plugins | always |
+//! | `<ws>/.agent/mcp.json` | MCP servers | only when the workspace is trusted |
+//! | `<config>/mcp.json` | MCP servers | always |
+//! | a plugin's `skills` folder and `mcpServers` | skills, MCP servers | with the plugin |
+//! | `<ws>/.agent/agents/*.md`, `<ws>/.claude/agents/*.md`, `<config>/agents/*.md` | sub-agent roles | always |
+//!
+//! `--tools minimal` loads none of them. On a name clash the first wins — workspace, then config
+//! dir, then plugins — and the loser is a warning naming both files; nothing is renamed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use crate::plugins::{self, LoadedPlugin, PluginManifest};
+use crate::skills::{self, SharedSkills, Skill, SkillIndex};
+use cst_registry::{Registry, SourceKind};
+
+/// Discovery's vocabulary, defined below it in the config layer.
+pub use cst_config::{sorted_subdirs, McpSource, Origin, ToolsProfile};
+
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    pub workspace: PathBuf,
+    pub profile: ToolsProfile,
+}
+
+/// What a session loaded.
+pub struct Loaded {
+    pub registry: Arc<Registry>,
+    pub plugins: Vec<LoadedPlugin>,
+    pub skills: Vec<crate::skills::Skill>,
+    /// mcp.json files and plugins' `mcpServers`, in precedence order (E5, E7); the MCP layer
+    /// parses and starts them. A server name that appears in an earlier source wins (a warning
+    /// names both files).
+    pub mcp_sources: Vec<McpSource>,
+    /// Problems that did not stop loading (broken files, clashes), each naming its file.
+    pub warnings: Vec<String>,
+    /// The same skills, shared with the `skill` tool so a reload updates it in place.
+    pub shared_skills: SharedSkills,
+    /// The index for the system prompt (S3).
+    pub skill_index: SkillIndex,
+    /// Sub-agent roles (E6, A1): role files plus the built-ins; empty with `--tools minimal`
+    /// (no `task` tool).
+    pub roles: Arc<crate::subagents::RoleSet>,
+    /// Whether the workspace is trusted (T2).
+    pub trusted: bool,
+    /// T1: set when the workspace is untrusted and has `.agent/plugins` or `.agent/mcp.json`.
+    pub untrusted_hint: Option<String>,
+    /// Content fingerprints by `plugin:NAME` / `skill:NAME`, to report what a reload changed.
+    fingerprints: BTreeMap<String, String>,
+}
+
+/// The T1 hint, exactly.
+pub const UNTRUSTED_HINT: &str = "untrusted workspace: /plugins trust";
+
+/// Load everything for a session.
+pub fn load(opts: &LoadOptions) -> Loaded {
+    let mut loaded = Loaded {
+        registry: Arc::new(Registry::new()),
+        plugins: Vec::new(),
+        skills: Vec::new(),
+        mcp_sources: Vec::new(),
+        warnings: Vec::new(),
+        shared_skills: Arc::new(RwLock::new(Vec::new())),
+        skill_index: SkillIndex::default(),
+        roles: Arc::new(crate::subagents::RoleSet::from_roles(Vec::new())),
+        trusted: false,
+        untrusted_hint: None,
+        fingerprints: BTreeMap::new(),
+    };
+    crate::builtin_tools::register_builtins(&loaded.registry, opts.profile, &mut loaded.warnings);
+    if opts.profile == ToolsProfile::Minimal {
+        return loaded;
+    }
+    let mut warnings = Vec::new();
+    load_plugins_into(&mut loaded, opts, &mut warnings);
+    load_skills_into(&mut loaded, opts, &mut warnings);
+    load_roles_into(&mut loaded, opts, &mut warnings);
+    loaded.warnings.extend(warnings);
+    loaded
+}
+
+/// Sub-agent roles (E6, A1); text, so not subject to trust (T3).
+fn load_roles_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<String>) {
+    let config = config_dir(&mut Vec::new()); // already reported by the plugin loader
+    let dirs = crate::subagents::role_dirs(&opts.workspace, config.as_deref());
+    let roles = crate::subagents::load_roles(&dirs, warnings);
+    for name in roles.index().left_out {
+        warnings.push(format!(
+            "sub-agent role `{name}` left out of the role index: the index is limited to {} bytes; \
+             `task` can still run it by name",
+            skills::MAX_INDEX_BYTES
+        ));
+    }
+    loaded.roles = Arc::new(roles);
+}
+
+fn config_dir(warnings: &mut Vec<String>) -> Option<PathBuf> {
+    match cst_config::config_dir::config_dir() {
+        Ok(d) => Some(d),
+        Err(e) => {
+            warnings.push(format!("config dir: {e}"));
+            None
+        }
+    }
+}
+
+/// Trust, plugins (their tools) and MCP sources.
+fn load_plugins_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<String>) {
+    let ws = &opts.workspace;
+    loaded.trusted = match cst_config::trust::is_trusted(ws) {
+        Ok(t) => t,
+        Err(e) => {
+            warnings.push(format!("{e} (workspace treated as untrusted)"));
+            false
+        }
+    };
+    let agent = ws.join(".agent");
+    let has_ws_extensions = agent.join("plugins").is_dir() || agent.join("mcp.json").is_file();
+    loaded.untrusted_hint = (!loaded.trusted && has_ws_extensions).then(|| UNTRUSTED_HINT.to_string());
+
+    let config = config_dir(warnings);
+    let mut plugin_roots = Vec::new();
+    if loaded.trusted {
+        plugin_roots.push(agent.join("plugins"));
+    }
+    if let Some(c) = &config {
+        plugin_roots.push(c.join("plugins"));
+    }
+    let mut by_name: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for root in plugin_roots {
+        for plugin_dir in sorted_subdirs(&root) {
+            let file = plugin_dir.join("plugin.json");
+            if !file.is_file() {
+                continue;
+            }
+            // Read the name first so a clashing plugin registers nothing (E7).
+            let manifest = match PluginManifest::load(&file) {
+                Ok(m) => m,
+                Err(e) => {
+                    warnings.push(e.to_string());
+                    continue;
+                }
+            };
+            if let Some(first) = by_name.get(&manifest.name) {
+                warnings.push(format!(
+                    "plugin `{}` in {} clashes with the plugin of the same name in {}; the first one is kept (E7)",
+                    manifest.name,
+                    file.display(),
+                    first.display()
+                ));
+                continue;
+            }
+            match plugins::load_plugin(&plugin_dir, manifest, &loaded.registry, warnings) {
+                Ok(p) => {
+                    by_name.insert(p.name.clone(), p.file.clone());
+                    loaded
+                        .fingerprints
+                        .insert(format!("plugin:{}", p.name), plugin_fingerprint(&p));
+                    loaded.plugins.push(p);
+                }
+                Err(e) => warnings.push(e.to_string()),
+            }
+        }
+    }
+
+    collect_mcp_sources(loaded, opts, config.as_deref(), warnings);
+}
+
+/// MCP sources in precedence order (E5, E7): the workspace's `mcp.json` when trusted, the config
+/// dir's, then the plugins' `mcpServers`.
+fn collect_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions, config: Option<&Path>, warnings: &mut Vec<String>) {
+    let ws = &opts.workspace;
+    let agent = ws.join(".agent");
+    let mut sources = Vec::new();
+    if loaded.trusted {
+        push_mcp_json(&agent.join("mcp.json"), Origin::Workspace, ws, &mut sources, warnings);
+    }
+    if let Some(c) = &config {
+        push_mcp_json(&c.join("mcp.json"), Origin::ConfigDir, ws, &mut sources, warnings);
+    }
+    for p in &loaded.plugins {
+        if let Some(servers) = &p.manifest.mcp_servers {
+            if !servers.is_object() {
+                warnings.push(format!("{}: `mcpServers` must be an object (P1)", p.file.display()));
+                continue;
+            }
+            sources.push(McpSource {
+                file: p.file.clone(),
+                servers: servers.clone(),
+                cwd_base: p.dir.clone(),
+                default_cwd: p.dir.clone(),
+                origin: Origin::Plugin(p.name.clone()),
+            });
+        }
+    }
+    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for s in &sources {
+        for name in server_names(s) {
+            match seen.get(&name) {
+                Some(first) => warnings.push(format!(
+                    "MCP server `{name}` in {} clashes with the server of the same name in {}; the first one is kept (E7)",
+                    s.file.display(),
+                    first.display()
+                )),
+                None => {
+                    seen.insert(name, s.file.clone());
+                }
+            }
+        }
+    }
+    loaded.mcp_sources = sources;
+}
+
+/// `/mcp reload` (E8): read the `mcp.json` files again (and trust, for the workspace's); the
+/// plugins stay as they are. Returns the problems found.
+pub fn reload_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if opts.profile == ToolsProfile::Minimal {
+        return warnings;
+    }
+    loaded.trusted = match cst_config::trust::is_trusted(&opts.workspace) {
+        Ok(t) => t,
+        Err(e) => {
+            warnings.push(format!("{e} (workspace treated as untrusted)"));
+            false
+        }
+    };
+    let config = config_dir(&mut warnings);
+    collect_mcp_sources(loaded, opts, config.as_deref(), &mut warnings);
+    warnings
+}
+
+fn push_mcp_json(file: &Path, origin: Origin, ws: &Path, out: &mut Vec<McpSource>, warnings: &mut Vec<String>) {
+    match crate::mcp::read_mcp_json(file, origin, ws) {
+        Ok(Some(source)) => out.push(source),
+        Ok(None) => {}
+        Err(e) => warnings.push(e),
+    }
+}
+
+/// The server names of one source (the keys of its `mcpServers` object).
+pub fn server_names(source: &McpSource) -> Vec<String> {
+    source
+        .servers
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Skills (E3, T3: trust does not matter), plugin skills after them, the `skill` tool, the index.
+fn load_skills_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<String>) {
+    let ws = &opts.workspace;
+    let mut roots = vec![ws.join(".agent").join("skills"), ws.join(".claude").join("skills")];
+    if let Some(c) = config_dir(warnings) {
+        roots.push(c.join("skills"));
+    }
+    for p in &loaded.plugins {
+        if let Some(sub) = &p.manifest.skills {
+            roots.push(p.dir.join(sub));
+        }
+    }
+    let mut list: Vec<Skill> = Vec::new();
+    for root in roots {
+        for s in skills::load_dir(&root, warnings) {
+            if let Some(first) = list.iter().find(|k| k.name == s.name) {
+                warnings.push(format!(
+                    "skill `{}` in {} clashes with the skill of the same name in {}; the first one is kept (E7)",
+                    s.name,
+                    s.file.display(),
+                    first.file.display()
+                ));
+                continue;
+            }
+            list.push(s);
+        }
+    }
+    loaded.fingerprints.retain(|k, _| !k.starts_with("skill:"));
+    for s in &list {
+        loaded
+            .fingerprints
+            .insert(format!("skill:{}", s.name), skill_fingerprint(s));
+    }
+    let index = skills::render_index(&list);
+    for name in &index.left_out {
+        if let Some(s) = list.iter().find(|s| &s.name == name) {
+            warnings.push(format!(
+                "skill `{name}` ({}) left out of the skills index: the index is limited to {} bytes (S3); it can still be loaded with skill(name)",
+                s.file.display(),
+                skills::MAX_INDEX_BYTES
+            ));
+        }
+    }
+    *loaded.shared_skills.write().unwrap_or_else(|e| e.into_inner()) = list.clone();
+    if !list.is_empty() {
+        skills::register_skill_tool(&loaded.registry, &loaded.shared_skills, warnings);
+    }
+    loaded.skills = list;
+    loaded.skill_index = index;
+}
+
+fn hash(parts: &[&[u8]]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    hex::encode(&h.finalize()[..8])
+}
+
+fn file_stamp(p: &Path) -> Vec<u8> {
+    match std::fs::metadata(p) {
+        Ok(m) => format!("{}:{:?}", m.len(), m.modified().ok()).into_bytes(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn plugin_fingerprint(p: &LoadedPlugin) -> String {
+    let manifest = std::fs::read(&p.file).unwrap_or_default();
+    let wasm = p
+        .manifest
+        .wasm
+        .as_ref()
+        .map(|w| file_stamp(&p.dir.join(w)))
+        .unwrap_or_default();
+    hash(&[
+        p.file.as_os_str().as_encoded_bytes(),
+        &manifest,
+        &wasm,
+        p.tools.join(",").as_bytes(),
+    ])
+}
+
+fn skill_fingerprint(s: &Skill) -> String {
+    let text = std::fs::read(&s.file).unwrap_or_default();
+    hash(&[s.file.as_os_str().as_encoded_bytes(), &text])
+}
+
+/// What a reload changed (E8), by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReloadReport {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub changed: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+impl ReloadReport {
+    /// `added a, b · removed c · changed d`, or `no changes`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        for (label, list) in [
+            ("added", &self.added),
+            ("removed", &self.removed),
+            ("changed", &self.changed),
+        ] {
+            if !list.is_empty() {
+                parts.push(format!("{label} {}", list.join(", ")));
+            }
+        }
+        if parts.is_empty() {
+            "no changes".into()
+        } else {
+            parts.join(" · ")
+        }
+    }
+}
+
+fn diff(kind: &str, before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> ReloadReport {
+    let prefix = format!("{kind}:");
+    let pick = |m: &BTreeMap<String, String>| -> BTreeMap<String, String> {
+        m.iter()
+            .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|n| (n.to_string(), v.clone())))
+            .collect()
+    };
+    let (b, a) = (pick(before), pick(after));
+    let names: BTreeSet<&String> = b.keys().chain(a.keys()).collect();
+    let mut r = ReloadReport::default();
+    for n in names {
+        match (b.get(n), a.get(n)) {
+            (None, Some(_)) => r.added.push(n.clone()),
+            (Some(_), None) => r.removed.push(n.clone()),
+            (Some(x), Some(y)) if x != y => r.changed.push(n.clone()),
+            _ => {}
+        }
+    }
+    r
+}
+
+/// `/skills reload` (E8): re-read every skill folder; the `skill` tool sees the new list at once.
+pub fn reload_skills(loaded: &mut Loaded, opts: &LoadOptions) -> ReloadReport {
+    if opts.profile == ToolsProfile::Minimal {
+        return ReloadReport::default();
+    }
+    let before = loaded.fingerprints.clone();
+    let mut warnings = Vec::new();
+    load_skills_into(loaded, opts, &mut warnings);
+    let mut r = diff("skill", &before, &loaded.fingerprints);
+    r.warnings = warnings;
+    r
+}
+
+/// `/plugins reload` (E8), also what `/plugins trust` calls to load at once (T2): the plugins'
+/// tools are unregistered and loaded again, MCP sources and plugin skills are recomputed.
+/// The report names plugins; skills that changed with them are reloaded silently.
+pub fn reload_plugins(loaded: &mut Loaded, opts: &LoadOptions) -> ReloadReport {
+    if opts.profile == ToolsProfile::Minimal {
+        return ReloadReport::default();
+    }
+    let before = loaded.fingerprints.clone();
+    loaded
+        .registry
+        .remove_where(|s| matches!(s.source.kind, SourceKind::Command | SourceKind::Wasm));
+    loaded.plugins.clear();
+    loaded.fingerprints.retain(|k, _| !k.starts_with("plugin:"));
+    let mut warnings = Vec::new();
+    load_plugins_into(loaded, opts, &mut warnings);
+    load_skills_into(loaded, opts, &mut warnings);
+    let mut r = diff("plugin", &before, &loaded.fingerprints);
+    r.warnings = warnings;
+    r
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// E9's summary line from counts: `2 skills · 1 plugin (3 tools) · 1 MCP server`.
+pub fn format_summary(skills: usize, plugins: usize, plugin_tools: usize, mcp_servers: usize) -> String {
+    format!(
+        "{} · {} ({}) · {}",
+        plural(skills, "skill", "skills"),
+        plural(plugins, "plugin", "plugins"),
+        plural(plugin_tools, "tool", "tools"),
+        plural(mcp_servers, "MCP server", "MCP servers")
+    )
+}
+
+/// How many distinct MCP servers the sources declare (by name; a clash counts once).
+pub fn mcp_server_count(sources: &[McpSource]) -> usize {
+    sources.iter().flat_map(server_names).collect::<BTreeSet<_>>().len()
+}
+
+/// E9's summary line for what a session loaded.
+pub fn summary_line(loaded: &Loaded) -> String {
+    format_summary(
+        loaded.skills.len(),
+        loaded.plugins.len(),
+        loaded.plugins.iter().map(|p| p.tools.len()).sum(),
+        mcp_server_count(&loaded.mcp_sources),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn e9_summary_singular_and_plural() {
+        assert_eq!(
+            format_summary(2, 1, 3, 1),
+            "2 skills · 1 plugin (3 tools) · 1 MCP server"
+        );
+        assert_eq!(
+            format_summary(1, 0, 1, 0),
+            "1 skill · 0 plugins (1 tool) · 0 MCP servers"
+        );
+        assert_eq!(
+            format_summary(0, 2, 0, 3),
+            "0 skills · 2 plugins (0 tools) · 3 MCP servers"
+        );
+    }
+}

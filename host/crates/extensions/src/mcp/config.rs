@@ -1,0 +1,393 @@
+//! mcp.json and plugin `mcpServers` parsing (M1–M6, E5, E7).
+//!
+//! Every server entry becomes a [`ParsedServer`]: startable, disabled (M5) or invalid with a
+//! reason (a `url` server under M2, a missing `${NAME}` under M3, a malformed entry). Invalid
+//! servers are still listed so `mcp list` can show why they failed.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use cst_config::{McpSource, Origin};
+
+/// Default time for the handshake plus the whole `tools/list` (M7).
+pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default time for one `tools/call` (M10).
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Which tools of a server count as read-only (M6).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum AutoApprove {
+    #[default]
+    None,
+    All,
+    Tools(BTreeSet<String>),
+}
+
+impl AutoApprove {
+    /// `tool` is the server's own tool name; the registered `mcp__…` name is also accepted.
+    pub fn covers(&self, tool: &str, registered: &str) -> bool {
+        match self {
+            AutoApprove::None => false,
+            AutoApprove::All => true,
+            AutoApprove::Tools(set) => set.contains(tool) || set.contains(registered),
+        }
+    }
+}
+
+/// How to reach a server. Only stdio exists today; the HTTP servers of the deployment config
+/// will be a second variant handled by [`super::transport`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportConfig {
+    Stdio(StdioConfig),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StdioConfig {
+    /// As written (looked up on `PATH` when it has no path separator, M2).
+    pub command: String,
+    /// After `${NAME}` expansion.
+    pub args: Vec<String>,
+    /// Added to the host's environment, after `${NAME}` expansion (M3).
+    pub env: Vec<(String, String)>,
+    /// Absolute working directory (M4).
+    pub cwd: PathBuf,
+}
+
+/// A server that can be started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    pub transport: TransportConfig,
+    pub auto_approve: AutoApprove,
+    pub start_timeout: Duration,
+    pub call_timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerKind {
+    Start(ServerConfig),
+    /// `disabled: true` (M5).
+    Disabled,
+    /// Cannot be started; the reason names the file and the rule.
+    Invalid(String),
+}
+
+/// One entry of an `mcpServers` object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedServer {
+    pub name: String,
+    pub file: PathBuf,
+    pub origin: Origin,
+    pub kind: ServerKind,
+}
+
+/// Read an mcp.json file into an [`McpSource`] (E5). `Ok(None)` when the file does not exist.
+/// Relative `cwd` values and servers without `cwd` use the workspace (M4).
+pub fn read_mcp_json(path: &Path, origin: Origin, workspace: &Path) -> Result<Option<McpSource>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: cannot read: {e}", path.display())),
+    };
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON (M1): {e}", path.display()))?;
+    let servers = match value.get("mcpServers") {
+        Some(s @ Value::Object(_)) => s.clone(),
+        Some(_) => return Err(format!("{}: `mcpServers` must be an object (M1)", path.display())),
+        None if value.is_object() => Value::Object(Map::new()),
+        None => {
+            return Err(format!(
+                "{}: must be a JSON object with `mcpServers` (M1)",
+                path.display()
+            ))
+        }
+    };
+    Ok(Some(McpSource {
+        file: path.to_path_buf(),
+        servers,
+        cwd_base: workspace.to_path_buf(),
+        default_cwd: workspace.to_path_buf(),
+        origin,
+    }))
+}
+
+/// Parse sources in precedence order. On a server-name clash the first wins (E7) and a warning
+/// names both files. `env` looks up `${NAME}` (the current environment in production).
+pub fn parse_sources(
+    sources: &[McpSource],
+    env: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Vec<ParsedServer> {
+    let mut out: Vec<ParsedServer> = Vec::new();
+    let mut seen: HashMap<String, PathBuf> = HashMap::new();
+    for source in sources {
+        let Value::Object(servers) = &source.servers else {
+            warnings.push(format!(
+                "{}: `mcpServers` must be an object (M1)",
+                source.file.display()
+            ));
+            continue;
+        };
+        for (name, entry) in servers {
+            if let Some(first) = seen.get(name) {
+                warnings.push(format!(
+                    "MCP server `{name}` in {} clashes with the one in {}; the first one is kept (E7)",
+                    source.file.display(),
+                    first.display()
+                ));
+                continue;
+            }
+            seen.insert(name.clone(), source.file.clone());
+            let kind = match parse_entry(name, entry, source, env) {
+                Ok(kind) => kind,
+                Err(reason) => ServerKind::Invalid(format!("{}: server `{name}`: {reason}", source.file.display())),
+            };
+            out.push(ParsedServer {
+                name: name.clone(),
+                file: source.file.clone(),
+                origin: source.origin.clone(),
+                kind,
+            });
+        }
+    }
+    out
+}
+
+fn parse_entry(
+    name: &str,
+    entry: &Value,
+    source: &McpSource,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerKind, String> {
+    let Value::Object(obj) = entry else {
+        return Err("must be an object (M1)".into());
+    };
+    if obj.get("disabled").and_then(Value::as_bool) == Some(true) {
+        return Ok(ServerKind::Disabled);
+    }
+    if let Some(d) = obj.get("disabled") {
+        if !d.is_boolean() {
+            return Err("`disabled` must be true or false (M5)".into());
+        }
+    }
+    let remote_type = matches!(
+        obj.get("type").and_then(Value::as_str),
+        Some("http" | "sse" | "streamable-http" | "streamableHttp")
+    );
+    if obj.contains_key("url") || remote_type {
+        return Err("mcp.json supports stdio servers only; `url` servers are not started (M2)".into());
+    }
+    if name.is_empty() {
+        return Err("the server name is empty (M1)".into());
+    }
+    let command = match obj.get("command") {
+        Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
+        Some(_) => return Err("`command` must be a non-empty string (M2)".into()),
+        None => return Err("`command` is missing (M2)".into()),
+    };
+    let mut args = Vec::new();
+    match obj.get("args") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            for (i, a) in items.iter().enumerate() {
+                let Some(s) = a.as_str() else {
+                    return Err(format!("`args[{i}]` must be a string (M2)"));
+                };
+                args.push(expand_vars(s, env).map_err(|var| missing_var(&var, &format!("args[{i}]")))?);
+            }
+        }
+        Some(_) => return Err("`args` must be an array of strings (M2)".into()),
+    }
+    let mut env_pairs = Vec::new();
+    match obj.get("env") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(map)) => {
+            for (k, v) in map {
+                let Some(s) = v.as_str() else {
+                    return Err(format!("`env.{k}` must be a string (M3)"));
+                };
+                let value = expand_vars(s, env).map_err(|var| missing_var(&var, &format!("env.{k}")))?;
+                env_pairs.push((k.clone(), value));
+            }
+        }
+        Some(_) => return Err("`env` must be an object of strings (M3)".into()),
+    }
+    let cwd = match obj.get("cwd") {
+        None | Some(Value::Null) => source.default_cwd.clone(),
+        Some(Value::String(c)) => {
+            let p = PathBuf::from(c);
+            if p.is_absolute() {
+                p
+            } else {
+                source.cwd_base.join(p)
+            }
+        }
+        Some(_) => return Err("`cwd` must be a string (M4)".into()),
+    };
+    let auto_approve = match obj.get("autoApprove") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => AutoApprove::None,
+        Some(Value::Bool(true)) => AutoApprove::All,
+        Some(Value::Array(items)) => {
+            let mut set = BTreeSet::new();
+            for (i, t) in items.iter().enumerate() {
+                let Some(s) = t.as_str() else {
+                    return Err(format!("`autoApprove[{i}]` must be a tool name (M6)"));
+                };
+                set.insert(s.to_string());
+            }
+            AutoApprove::Tools(set)
+        }
+        Some(_) => return Err("`autoApprove` must be true, false or a list of tool names (M6)".into()),
+    };
+    let start_timeout = secs_field(obj, "startTimeout", DEFAULT_START_TIMEOUT)?;
+    let call_timeout = secs_field(obj, "callTimeout", DEFAULT_CALL_TIMEOUT)?;
+    Ok(ServerKind::Start(ServerConfig {
+        transport: TransportConfig::Stdio(StdioConfig {
+            command,
+            args,
+            env: env_pairs,
+            cwd,
+        }),
+        auto_approve,
+        start_timeout,
+        call_timeout,
+    }))
+}
+
+/// `startTimeout` / `callTimeout` in seconds (a design extension; 1–600).
+fn secs_field(obj: &Map<String, Value>, key: &str, default: Duration) -> Result<Duration, String> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => match v.as_f64() {
+            Some(s) if s > 0.0 && s <= cst_registry::MAX_TIMEOUT_SECS as f64 => Ok(Duration::from_secs_f64(s)),
+            _ => Err(format!(
+                "`{key}` must be a number of seconds between 0 and {}",
+                cst_registry::MAX_TIMEOUT_SECS
+            )),
+        },
+    }
+}
+
+fn missing_var(var: &str, field: &str) -> String {
+    format!("environment variable `{var}` used in `{field}` is not set (M3)")
+}
+
+/// Replace every `${NAME}` with the variable's value. A missing variable is an error naming it
+/// (never an empty string). Text that is not `${NAME}` is kept as written.
+pub fn expand_vars(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find('}') {
+            Some(end) if is_var_name(&after[..end]) => {
+                let name = &after[..end];
+                match env(name) {
+                    Some(v) => out.push_str(&v),
+                    None => return Err(name.to_string()),
+                }
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push_str("${");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn is_var_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The current process environment, for [`parse_sources`].
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "TOKEN" => Some("s3cret".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    fn source(file: &str, servers: Value, origin: Origin) -> McpSource {
+        McpSource {
+            file: PathBuf::from(file),
+            servers,
+            cwd_base: PathBuf::from("/ws"),
+            default_cwd: PathBuf::from("/ws"),
+            origin,
+        }
+    }
+
+    #[test]
+    fn expands_and_reports_missing_vars() {
+        assert_eq!(expand_vars("a ${TOKEN} b", &env).unwrap(), "a s3cret b");
+        assert_eq!(expand_vars("${EMPTY}x", &env).unwrap(), "x");
+        assert_eq!(
+            expand_vars("$HOME ${ not a var} ${", &env).unwrap(),
+            "$HOME ${ not a var} ${"
+        );
+        assert_eq!(expand_vars("${NOPE}", &env).unwrap_err(), "NOPE");
+    }
+
+    #[test]
+    fn parses_every_field_and_keeps_the_first_on_clash() {
+        let a = source(
+            "/ws/.agent/mcp.json",
+            json!({
+                "ok": {"command": "srv", "args": ["--t", "${TOKEN}"], "env": {"K": "v-${TOKEN}"},
+                       "cwd": "sub", "autoApprove": ["echo"], "startTimeout": 2},
+                "off": {"command": "srv", "disabled": true},
+                "web": {"url": "http://127.0.0.1:1/mcp"},
+                "miss": {"command": "srv", "env": {"K": "${NOPE}"}},
+            }),
+            Origin::Workspace,
+        );
+        let b = source(
+            "/cfg/mcp.json",
+            json!({"ok": {"command": "other"}, "b": {"command": "/bin/b", "autoApprove": true}}),
+            Origin::ConfigDir,
+        );
+        let mut warnings = Vec::new();
+        let parsed = parse_sources(&[a, b], &env, &mut warnings);
+        let by = |n: &str| parsed.iter().find(|p| p.name == n).unwrap().kind.clone();
+        let ServerKind::Start(ok) = by("ok") else { panic!() };
+        let TransportConfig::Stdio(st) = &ok.transport;
+        assert_eq!(st.command, "srv");
+        assert_eq!(st.args, vec!["--t", "s3cret"]);
+        assert_eq!(st.env, vec![("K".to_string(), "v-s3cret".to_string())]);
+        assert_eq!(st.cwd, PathBuf::from("/ws/sub"));
+        assert_eq!(ok.start_timeout, Duration::from_secs(2));
+        assert!(ok.auto_approve.covers("echo", "mcp__ok__echo"));
+        assert!(!ok.auto_approve.covers("other", "mcp__ok__other"));
+        assert_eq!(by("off"), ServerKind::Disabled);
+        let ServerKind::Invalid(r) = by("web") else { panic!() };
+        assert!(r.contains("stdio servers only") && r.contains("M2"), "{r}");
+        let ServerKind::Invalid(r) = by("miss") else { panic!() };
+        assert!(r.contains("`NOPE`") && r.contains("env.K"), "{r}");
+        let ServerKind::Start(b) = by("b") else { panic!() };
+        assert_eq!(b.auto_approve, AutoApprove::All);
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].contains("/cfg/mcp.json") && warnings[0].contains("/ws/.agent/mcp.json"),
+            "{warnings:?}"
+        );
+        assert_eq!(parsed.len(), 5);
+    }
+}

@@ -1,0 +1,131 @@
+//! Plugins: `plugin.json` folders and bare `.wasm` components — the manifest, install/list/remove,
+//! and turning one plugin folder into registered tools.
+
+pub mod install;
+
+pub use crate::plugin_manifest::{CommandLine, CommandToolDecl, ManifestError, PluginManifest};
+
+use std::path::{Path, PathBuf};
+
+use std::sync::Arc;
+
+use cst_registry::{Registry, SourceKind, ToolSource, ToolSpec};
+use cst_wasm::{WasmPlugin, WasmToolRunner};
+
+/// A plugin folder that loaded, with the names of the tools it registered.
+#[derive(Debug, Clone)]
+pub struct LoadedPlugin {
+    pub name: String,
+    pub dir: PathBuf,
+    pub file: PathBuf,
+    pub manifest: PluginManifest,
+    pub tools: Vec<String>,
+}
+
+/// Load one plugin folder: parse `plugin.json`, register its command tools (POSIX only) and its
+/// wasm component's tools. A tool whose name is taken is skipped with a warning (E7, P2); a
+/// broken manifest fails the whole plugin with an error naming the file.
+pub fn load_plugin_dir(
+    dir: &Path,
+    registry: &Registry,
+    warnings: &mut Vec<String>,
+) -> Result<LoadedPlugin, ManifestError> {
+    let manifest = PluginManifest::load(&dir.join("plugin.json"))?;
+    load_plugin(dir, manifest, registry, warnings)
+}
+
+/// [`load_plugin_dir`] for a manifest already read (discovery reads it first for the E7 check).
+pub fn load_plugin(
+    dir: &Path,
+    manifest: PluginManifest,
+    registry: &Registry,
+    warnings: &mut Vec<String>,
+) -> Result<LoadedPlugin, ManifestError> {
+    let file = dir.join("plugin.json");
+    let mut loaded = LoadedPlugin {
+        name: manifest.name.clone(),
+        dir: dir.to_path_buf(),
+        file,
+        manifest,
+        tools: Vec::new(),
+    };
+    // The wasm part first: its errors (e.g. an unknown capability) fail the plugin before any
+    // tool is registered.
+    let wasm_tools = register_wasm_tools(&loaded, registry, warnings)?;
+    loaded.tools.extend(wasm_tools);
+    // Command tools (P1–P12); POSIX only, skipped with one message elsewhere.
+    loaded.tools.extend(crate::command_tools::register_all(
+        &loaded.manifest,
+        &loaded.dir,
+        &loaded.file,
+        registry,
+        warnings,
+    ));
+    Ok(loaded)
+}
+
+/// The wasm part of a plugin folder: tools come from the install record (`installed.json`), so
+/// loading never compiles or instantiates; the component is loaded at its first call. A wasm
+/// file that changed since install (size or mtime) or was never installed is skipped with a
+/// warning; an unknown capability fails the plugin (D13).
+fn register_wasm_tools(
+    p: &LoadedPlugin,
+    registry: &Registry,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<String>, ManifestError> {
+    let Some(decl) = install::wasm_decl(&p.dir, &p.file, &p.manifest)? else {
+        return Ok(Vec::new());
+    };
+    let reinstall = format!("run `cst-agent plugins install {}`", p.dir.display());
+    let record = match install::InstalledRecord::load(&p.dir) {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            warnings.push(format!(
+                "{}: wasm tools skipped: the component was not installed (no {}); {reinstall}",
+                p.file.display(),
+                install::RECORD_FILE
+            ));
+            return Ok(Vec::new());
+        }
+        Err(e) => {
+            warnings.push(format!("wasm tools skipped: {e}; {reinstall}"));
+            return Ok(Vec::new());
+        }
+    };
+    if !record.matches_file(&decl.file) {
+        warnings.push(format!(
+            "{}: wasm tools skipped: {} changed since it was installed; {reinstall}",
+            p.file.display(),
+            decl.file.display()
+        ));
+        return Ok(Vec::new());
+    }
+    let plugin = Arc::new(WasmPlugin::new(
+        &p.name,
+        decl.file.clone(),
+        Some(record.sha256.clone()),
+        decl.caps,
+        decl.limits,
+    ));
+    let runner = Arc::new(WasmToolRunner { plugin });
+    let mut names = Vec::new();
+    for t in record.tools {
+        let spec = ToolSpec {
+            name: t.name.clone(),
+            description: t.description,
+            input_schema: t.input_schema,
+            perm: t.perm,
+            source: ToolSource {
+                kind: SourceKind::Wasm,
+                owner: p.name.clone(),
+                file: Some(p.file.clone()),
+            },
+            timeout: decl.timeout,
+        };
+        match registry.register(spec, runner.clone()) {
+            Ok(()) => names.push(t.name),
+            Err(clash) => warnings.push(clash.to_string()),
+        }
+    }
+    Ok(names)
+}

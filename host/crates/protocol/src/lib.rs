@@ -1,0 +1,336 @@
+//! The contract between the core and its front ends (headless runner, TUI, `mcp serve`):
+//! operations in, events out, and the shared types they carry (permission categories, approval
+//! and question requests, reload results, diagnostics). Front ends never reach into the session
+//! otherwise. The lowest layer: it depends on nothing of ours.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Permission category of a tool (P6). Approval is decided by category.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Perm {
+    Read,
+    Write,
+    Net,
+    #[default]
+    Shell,
+}
+
+impl Perm {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Perm::Read => "read",
+            Perm::Write => "write",
+            Perm::Net => "net",
+            Perm::Shell => "shell",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Perm> {
+        match s {
+            "read" => Some(Perm::Read),
+            "write" => Some(Perm::Write),
+            "net" => Some(Perm::Net),
+            "shell" => Some(Perm::Shell),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Perm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An operation a front end submits.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// Start a turn with this user message (queued if a turn is running).
+    UserTurn { text: String },
+    /// The answer to an [`Event::ApprovalRequested`].
+    Approval {
+        request_id: u64,
+        decision: ApprovalDecision,
+    },
+    /// Cancel the running turn: tools are stopped, the turn ends with [`TurnEnd::Cancelled`].
+    Cancel,
+    /// The answer to an [`Event::QuestionAsked`]; `None` when the person declined to answer.
+    Answer { request_id: u64, answer: Option<String> },
+    /// Reload extensions without restarting (E8); answered by [`Event::Reloaded`].
+    Reload { what: ReloadTarget },
+    /// Finish the session: the transcript is closed and the event stream ends.
+    Shutdown,
+}
+
+/// What [`Op::Reload`] reloads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReloadTarget {
+    /// `/skills reload`: skill folders; the skills index of the prompt is rebuilt.
+    Skills,
+    /// `/plugins reload`: plugin folders, their tools, skills and MCP servers.
+    Plugins,
+    /// `/mcp reload`: one server is restarted (`Some`), or every `mcp.json` is read again and
+    /// the servers follow it (`None`): added ones start, removed ones stop, changed ones
+    /// restart, unchanged ones keep running; exited or failed ones restart (M11).
+    Mcp { server: Option<String> },
+    /// The workspace's trust changed (`/plugins trust`, `/plugins untrust`): its plugins and
+    /// `.agent/mcp.json` servers are loaded or unloaded at once (T2).
+    Trust,
+}
+
+impl ReloadTarget {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ReloadTarget::Skills => "skills",
+            ReloadTarget::Plugins => "plugins",
+            ReloadTarget::Mcp { .. } => "mcp",
+            ReloadTarget::Trust => "trust",
+        }
+    }
+}
+
+/// What kind of extension a reload changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExtensionKind {
+    Skill,
+    Plugin,
+    McpServer,
+}
+
+impl ExtensionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExtensionKind::Skill => "skill",
+            ExtensionKind::Plugin => "plugin",
+            ExtensionKind::McpServer => "MCP server",
+        }
+    }
+}
+
+/// One extension a reload added, removed, changed or restarted.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Changed {
+    pub kind: ExtensionKind,
+    pub name: String,
+}
+
+/// What a reload changed, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReloadSummary {
+    pub added: Vec<Changed>,
+    pub removed: Vec<Changed>,
+    pub changed: Vec<Changed>,
+    /// Unchanged servers that were not running (exited, failed) and were started again.
+    pub restarted: Vec<Changed>,
+}
+
+impl ReloadSummary {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty() && self.restarted.is_empty()
+    }
+
+    /// `added plugin jira · removed MCP server gh`, or `no changes`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        for (label, list) in [
+            ("added", &self.added),
+            ("removed", &self.removed),
+            ("changed", &self.changed),
+            ("restarted", &self.restarted),
+        ] {
+            if !list.is_empty() {
+                let names: Vec<String> = list.iter().map(|c| format!("{} {}", c.kind.as_str(), c.name)).collect();
+                parts.push(format!("{label} {}", names.join(", ")));
+            }
+        }
+        if parts.is_empty() {
+            "no changes".into()
+        } else {
+            parts.join(" · ")
+        }
+    }
+}
+
+/// A tool call the model asked for, as the transcript records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRequest {
+    pub id: String,
+    pub tool: String,
+    /// The arguments, parsed; the raw text as a string when it is not JSON.
+    pub args: Value,
+}
+
+/// How a person answered an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalDecision {
+    /// Run this call.
+    Yes,
+    /// Do not run it; the model is told.
+    No,
+    /// Run it and every later call of the same tool this session (`a`).
+    Always,
+}
+
+/// Where a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    /// The tool ran and failed, or its arguments were invalid, or it is unknown.
+    Error,
+    /// The permission gate refused it.
+    Denied,
+    TimedOut,
+    Cancelled,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Error => "error",
+            Outcome::Denied => "denied",
+            Outcome::TimedOut => "timeout",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// The model gave a final answer.
+    Done {
+        answer: String,
+    },
+    /// The step limit was reached while the model still asked for tools.
+    MaxSteps {
+        limit: u32,
+    },
+    Cancelled,
+    /// The model call failed for good.
+    Failed {
+        message: String,
+    },
+}
+
+impl TurnEnd {
+    /// `done`, `max_steps`, `cancelled`, `error` — as transcripts and `exec --json` name it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TurnEnd::Done { .. } => "done",
+            TurnEnd::MaxSteps { .. } => "max_steps",
+            TurnEnd::Cancelled => "cancelled",
+            TurnEnd::Failed { .. } => "error",
+        }
+    }
+}
+
+/// Something that happened in the session.
+#[derive(Debug, Clone)]
+pub enum Event {
+    SessionStarted {
+        session_id: String,
+        model: String,
+        transcript: Option<std::path::PathBuf>,
+    },
+    TurnStarted,
+    /// A fragment of the assistant's text as it streams.
+    MessageDelta {
+        text: String,
+    },
+    /// The user's message that started a turn (a sub-agent's: its task prompt).
+    UserMessage {
+        text: String,
+    },
+    /// One model reply: its whole text (may be empty) and the tool calls it asked for. Front ends
+    /// show the text when there is any.
+    Message {
+        text: String,
+        tool_calls: Vec<ToolCallRequest>,
+    },
+    ToolCallStarted {
+        call_id: String,
+        tool: String,
+        source: String,
+        args: Value,
+    },
+    ToolCallFinished {
+        call_id: String,
+        tool: String,
+        outcome: Outcome,
+        /// The text handed back to the model.
+        output: String,
+        duration: Duration,
+    },
+    /// The gate wants a person to decide; answer with [`Op::Approval`].
+    ApprovalRequested {
+        request_id: u64,
+        tool: String,
+        perm: Perm,
+        args: Value,
+        reason: String,
+        /// The sub-agent that asks (its N); `None` for the main agent.
+        subagent: Option<u32>,
+    },
+    /// `ask_user` wants a person's answer; reply with [`Op::Answer`]. Withdrawn (the tool call
+    /// fails) when the turn is cancelled.
+    QuestionAsked {
+        request_id: u64,
+        question: String,
+        /// The sub-agent that asks; `None` for the main agent.
+        subagent: Option<u32>,
+    },
+    /// An [`Op::Reload`] finished: what changed, and problems found while loading.
+    Reloaded {
+        what: ReloadTarget,
+        summary: ReloadSummary,
+        warnings: Vec<String>,
+    },
+    /// A problem that did not end the turn (a retry, a broken extension file).
+    Warning {
+        message: String,
+    },
+    /// A problem that ended the turn (also reported in [`TurnEnd::Failed`]).
+    Error {
+        message: String,
+    },
+    TurnFinished {
+        end: TurnEnd,
+        steps: u32,
+    },
+    /// A `task` call started sub-agent `n` (numbered from 1 in the session, as its `sub-N.jsonl`).
+    SubAgentStarted {
+        n: u32,
+        /// The parent's `task` call.
+        call_id: String,
+        role: String,
+        description: String,
+        model: String,
+        transcript: Option<std::path::PathBuf>,
+    },
+    /// Something sub-agent `n` did (its messages, tool calls, warnings and errors). Its approval
+    /// requests are not wrapped: they come as [`Event::ApprovalRequested`] with `subagent` set,
+    /// and are answered with [`Op::Approval`] like the main agent's.
+    SubAgent {
+        n: u32,
+        event: Box<Event>,
+    },
+    /// Sub-agent `n` ended; its report went back to the parent as the `task` result.
+    SubAgentFinished {
+        n: u32,
+        call_id: String,
+        end: TurnEnd,
+        steps: u32,
+        /// What went back to the parent (or why nothing did).
+        report: String,
+    },
+    /// The session is over; no more events follow.
+    SessionClosed,
+}

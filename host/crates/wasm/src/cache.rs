@@ -1,0 +1,139 @@
+//! The compile cache: `<cache dir>/components/<sha256 of the wasm>-<engine hash>.cwasm` plus a
+//! sidecar `.sha256` of the artifact. Deserializing is `unsafe` (the artifact is trusted
+//! machine code), so an entry is used only when its checksum matches what we wrote; a missing,
+//! corrupt or stale entry is rebuilt, never trusted. Writes are atomic (temp file + rename).
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+use wasmtime::Engine;
+
+use super::engine;
+
+/// Hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Feeds `Hash` into sha256 so the engine key is stable across Rust releases.
+struct ShaHasher(Sha256);
+impl Hasher for ShaHasher {
+    fn finish(&self) -> u64 {
+        0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+/// Hex key of everything that makes an artifact loadable: wasmtime version, target, config.
+pub fn engine_key(engine: &Engine) -> String {
+    let mut h = ShaHasher(Sha256::new());
+    engine.precompile_compatibility_hash().hash(&mut h);
+    hex::encode(&h.0.finalize()[..8])
+}
+
+/// `<cache dir>/components`.
+pub fn components_dir() -> Result<PathBuf, String> {
+    cst_config::config_dir::cache_dir()
+        .map(|d| d.join("components"))
+        .map_err(|e| format!("cache dir: {e}"))
+}
+
+/// The cache file of a component with content hash `sha`.
+pub fn artifact_path(engine: &Engine, sha: &str) -> Result<PathBuf, String> {
+    Ok(components_dir()?.join(format!("{sha}-{}.cwasm", engine_key(engine))))
+}
+
+fn sidecar(artifact: &Path) -> PathBuf {
+    let mut s = artifact.as_os_str().to_owned();
+    s.push(".sha256");
+    PathBuf::from(s)
+}
+
+/// How a component was obtained (for the bench and install output).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Cached,
+    Compiled,
+}
+
+/// Load the component for `wasm` (content hash `sha`) from the cache, or compile it and write the
+/// cache entry. `progress` prints a line on stderr when compiling takes more than a second.
+pub fn load_or_compile(file: &Path, wasm: &[u8], sha: &str, progress: bool) -> Result<(Component, Origin), String> {
+    let engine = engine::engine()?;
+    let artifact = artifact_path(engine, sha)?;
+    if let Some(c) = load_cached(engine, &artifact) {
+        return Ok((c, Origin::Cached));
+    }
+    let component = compile(engine, file, wasm, progress)?;
+    if let Err(e) = store(&component, &artifact) {
+        // The cache is an optimisation: a read-only cache dir must not break plugins.
+        tracing::warn!("cannot write the compile cache {}: {e}", artifact.display());
+    }
+    Ok((component, Origin::Compiled))
+}
+
+fn load_cached(engine: &Engine, artifact: &Path) -> Option<Component> {
+    let expected = std::fs::read_to_string(sidecar(artifact)).ok()?;
+    let bytes = std::fs::read(artifact).ok()?;
+    if sha256_hex(&bytes) != expected.trim() {
+        tracing::warn!("compile cache entry {} is corrupt; rebuilding it", artifact.display());
+        return None;
+    }
+    drop(bytes);
+    // SAFETY: the artifact was written by `store` below for this engine configuration (the file
+    // name carries the engine key) and its checksum matches what we wrote.
+    match unsafe { Component::deserialize_file(engine, artifact) } {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!(
+                "compile cache entry {} is stale ({e}); rebuilding it",
+                artifact.display()
+            );
+            None
+        }
+    }
+}
+
+/// Compile `wasm`, printing a progress line when it takes more than a second.
+pub fn compile(engine: &Engine, file: &Path, wasm: &[u8], progress: bool) -> Result<Component, String> {
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let notice = progress.then(|| {
+        let name = file.display().to_string();
+        std::thread::spawn(move || {
+            if done_rx.recv_timeout(Duration::from_secs(1)).is_err() {
+                eprintln!("compiling {name} (large components take a few seconds)...");
+            }
+        })
+    });
+    let started = Instant::now();
+    let result = Component::from_binary(engine, wasm);
+    drop(done_tx);
+    if let Some(h) = notice {
+        let _ = h.join();
+    }
+    let component = result.map_err(|e| format!("{}: not a valid wasm component: {e}", file.display()))?;
+    tracing::debug!("compiled {} in {:?}", file.display(), started.elapsed());
+    Ok(component)
+}
+
+/// Write the artifact and its checksum atomically.
+pub fn store(component: &Component, artifact: &Path) -> Result<(), String> {
+    let bytes = component.serialize().map_err(|e| format!("serialize: {e}"))?;
+    let dir = artifact.parent().ok_or("artifact path has no parent")?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    write_atomic(artifact, &bytes)?;
+    write_atomic(&sidecar(artifact), sha256_hex(&bytes).as_bytes())
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = path.parent().ok_or("no parent")?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::io::Write::write_all(&mut tmp, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    tmp.persist(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(())
+}

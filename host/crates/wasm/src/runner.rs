@@ -1,0 +1,377 @@
+//! A wasm plugin's tools as a [`ToolRunner`]. The component is loaded lazily at the first call
+//! (from the compile cache) and kept as an `InstancePre`; every call gets a fresh `Store` with
+//! its own WASI context, fuel, memory cap and deadline, so a trap poisons nothing: the next
+//! call starts clean.
+
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use tokio::io::AsyncWrite;
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, Store, Trap, UpdateDeadline};
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::{cache, engine, inspect, Capabilities, DEFAULT_MEMORY_MB};
+use cst_registry::{Failure, Invocation, Perm, ToolRunner};
+
+/// Host bindings of `wit/v0.1.0`.
+pub(crate) mod bindings {
+    wasmtime::component::bindgen!({
+        world: "plugin",
+        path: "../../../wit/v0.1.0",
+        exports: { default: async },
+    });
+}
+
+use bindings::cst::plugin::host::Level;
+use bindings::exports::cst::plugin::tool;
+use bindings::PluginPre;
+
+/// Captured guest stdout/stderr per call; the rest is dropped (the guest never sees an error).
+const OUTPUT_CAP: usize = 64 * 1024;
+
+/// Resource limits of one plugin (plugin.json `limits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub memory_mb: u64,
+    /// `None` = no fuel budget (the deadline still applies).
+    pub fuel: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            memory_mb: DEFAULT_MEMORY_MB,
+            fuel: None,
+        }
+    }
+}
+
+/// A tool as `list-tools` reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedTool {
+    pub name: String,
+    pub description: String,
+    /// JSON text, unparsed.
+    pub input_schema: String,
+    pub perm: Perm,
+}
+
+/// Per-store state.
+pub(crate) struct State {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limiter: MemoryCap,
+    plugin: Arc<str>,
+    timed_out: bool,
+}
+
+impl WasiView for State {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl bindings::cst::plugin::host::Host for State {
+    fn log(&mut self, level: Level, message: String) {
+        let plugin = &*self.plugin;
+        match level {
+            Level::Trace => tracing::trace!(target: "cst_agent::plugin", plugin, "{message}"),
+            Level::Debug => tracing::debug!(target: "cst_agent::plugin", plugin, "{message}"),
+            Level::Info => tracing::info!(target: "cst_agent::plugin", plugin, "{message}"),
+            Level::Warn => tracing::warn!(target: "cst_agent::plugin", plugin, "{message}"),
+            Level::Error => tracing::error!(target: "cst_agent::plugin", plugin, "{message}"),
+        }
+    }
+}
+
+/// The memory cap. It records a refused growth because wasmtime reports it as a plain error,
+/// not a `Trap`, and we want the plain reason `memory limit of N MiB exceeded`.
+struct MemoryCap {
+    bytes: usize,
+    exceeded: bool,
+}
+
+impl ResourceLimiter for MemoryCap {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.bytes {
+            self.exceeded = true;
+            return Err(wasmtime::Error::msg("memory limit exceeded"));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= 1_000_000)
+    }
+}
+
+/// Guest stdout/stderr: kept up to [`OUTPUT_CAP`] bytes, the rest counted and dropped.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<(Vec<u8>, usize)>>);
+
+impl Captured {
+    fn take(&self) -> (String, usize) {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let text = String::from_utf8_lossy(&g.0).into_owned();
+        let dropped = g.1;
+        *g = (Vec::new(), 0);
+        (text, dropped)
+    }
+}
+
+impl IsTerminal for Captured {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for Captured {
+    fn async_stream(&self) -> Box<dyn AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+impl AsyncWrite for Captured {
+    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let room = OUTPUT_CAP.saturating_sub(g.0.len());
+        let keep = buf.len().min(room);
+        g.0.extend_from_slice(&buf[..keep]);
+        g.1 += buf.len() - keep;
+        Poll::Ready(Ok(buf.len()))
+    }
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// One installed wasm plugin; shared by all of its tools.
+pub struct WasmPlugin {
+    name: Arc<str>,
+    wasm: PathBuf,
+    /// sha256 recorded at install; the file is checked against it before it is loaded.
+    expected_sha256: Option<String>,
+    caps: Capabilities,
+    limits: Limits,
+    pre: OnceLock<Result<PluginPre<State>, String>>,
+}
+
+impl WasmPlugin {
+    pub fn new(name: &str, wasm: PathBuf, expected_sha256: Option<String>, caps: Capabilities, limits: Limits) -> Self {
+        Self {
+            name: Arc::from(name),
+            wasm,
+            expected_sha256,
+            caps,
+            limits,
+            pre: OnceLock::new(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Load (cache or compile), check the world version, and pre-link once.
+    pub fn prepare(&self, progress: bool) -> Result<(), String> {
+        self.pre_or_load(progress).map(|_| ())
+    }
+
+    fn pre_or_load(&self, progress: bool) -> Result<&PluginPre<State>, String> {
+        self.pre
+            .get_or_init(|| self.load(progress))
+            .as_ref()
+            .map_err(|e| e.clone())
+    }
+
+    fn load(&self, progress: bool) -> Result<PluginPre<State>, String> {
+        let bytes = std::fs::read(&self.wasm).map_err(|e| format!("{}: cannot read: {e}", self.wasm.display()))?;
+        inspect::check_header(&self.wasm, &bytes)?;
+        let sha = cache::sha256_hex(&bytes);
+        if let Some(expected) = &self.expected_sha256 {
+            if *expected != sha {
+                return Err(format!(
+                    "{}: changed since it was installed (sha256 {sha}, recorded {expected}); run `cst-agent plugins install` again",
+                    self.wasm.display()
+                ));
+            }
+        }
+        let (component, _) = cache::load_or_compile(&self.wasm, &bytes, &sha, progress)?;
+        let engine = engine::engine()?;
+        inspect::world_version(&self.wasm, engine, &component)?;
+        let linker = engine::linker()?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .map_err(|e| format!("{}: cannot link: {e}", self.wasm.display()))?;
+        PluginPre::new(pre).map_err(|e| format!("{}: {e}", self.wasm.display()))
+    }
+
+    fn new_store(&self, workspace: &Path, timeout: Duration) -> Result<(Store<State>, Captured, Captured), String> {
+        let engine = engine::engine()?;
+        let out = Captured::default();
+        let err = Captured::default();
+        // Never inherit the host's environment, arguments, stdio or network.
+        let mut b = WasiCtxBuilder::new();
+        b.stdout(out.clone()).stderr(err.clone());
+        if self.caps.workspace_read || self.caps.workspace_write {
+            let perms = if self.caps.workspace_write {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
+            // Rust std and CPython on wasip2 resolve relative paths against a `.` preopen.
+            for guest in ["/workspace", "."] {
+                b.preopened_dir(workspace, guest, perms)
+                    .map_err(|e| format!("cannot open the workspace {}: {e}", workspace.display()))?;
+            }
+        }
+        for name in &self.caps.env {
+            if let Ok(v) = std::env::var(name) {
+                b.env(name, v);
+            }
+        }
+        let state = State {
+            wasi: b.build(),
+            table: ResourceTable::new(),
+            limiter: MemoryCap {
+                bytes: usize::try_from(self.limits.memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
+                exceeded: false,
+            },
+            plugin: self.name.clone(),
+            timed_out: false,
+        };
+        let mut store = Store::new(engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store
+            .set_fuel(self.limits.fuel.unwrap_or(u64::MAX))
+            .map_err(|e| format!("fuel: {e}"))?;
+        // Checked on every tick: yields to tokio (so cancellation and the registry's backstop
+        // can act) and stops the guest once the wall-clock deadline has passed.
+        let deadline = Instant::now() + timeout;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |mut ctx| {
+            if Instant::now() >= deadline {
+                ctx.data_mut().timed_out = true;
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        Ok((store, out, err))
+    }
+
+    fn log_output(&self, out: &Captured, err: &Captured) {
+        for (stream, c) in [("stdout", out), ("stderr", err)] {
+            let (text, dropped) = c.take();
+            if !text.is_empty() {
+                let plugin = &*self.name;
+                tracing::info!(target: "cst_agent::plugin", plugin, stream, dropped, "{}", text.trim_end());
+            }
+        }
+    }
+
+    fn classify(&self, store: &Store<State>, e: &wasmtime::Error, timeout: Duration) -> Failure {
+        let state = store.data();
+        if state.timed_out || matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
+            return Failure::TimedOut {
+                message: format!("timed out after {} s", timeout.as_secs()),
+            };
+        }
+        if state.limiter.exceeded {
+            return failed(format!("memory limit of {} MiB exceeded", self.limits.memory_mb));
+        }
+        match e.downcast_ref::<Trap>() {
+            Some(Trap::OutOfFuel) => failed("out of fuel".into()),
+            Some(Trap::StackOverflow) => failed("stack overflow".into()),
+            Some(t) => failed(format!("wasm trap: {t}")),
+            None => failed(format!("wasm error: {e}")),
+        }
+    }
+
+    /// `list-tools`, run under the plugin's limits (used by install).
+    pub async fn list_tools(&self, workspace: &Path, timeout: Duration) -> Result<Vec<ListedTool>, String> {
+        let pre = self.pre_or_load(true)?;
+        let (mut store, out, err) = self.new_store(workspace, timeout)?;
+        let result = async {
+            let inst = pre.instantiate_async(&mut store).await?;
+            inst.cst_plugin_tool().call_list_tools(&mut store).await
+        }
+        .await;
+        self.log_output(&out, &err);
+        let list = result.map_err(|e| match self.classify(&store, &e, timeout) {
+            Failure::Failed { message, .. } | Failure::TimedOut { message } => format!("list-tools: {message}"),
+        })?;
+        Ok(list
+            .into_iter()
+            .map(|t| ListedTool {
+                name: t.name,
+                description: t.description,
+                input_schema: t.input_schema,
+                perm: match t.perm {
+                    tool::Perm::Read => Perm::Read,
+                    tool::Perm::Write => Perm::Write,
+                    tool::Perm::Net => Perm::Net,
+                    tool::Perm::Shell => Perm::Shell,
+                },
+            })
+            .collect())
+    }
+
+    /// Call tool `name` with JSON `arguments` in a fresh store.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: &str,
+        workspace: &Path,
+        timeout: Duration,
+    ) -> Result<String, Failure> {
+        let pre = self.pre_or_load(false).map_err(failed)?;
+        let (mut store, out, err) = self.new_store(workspace, timeout).map_err(failed)?;
+        let result = async {
+            let inst = pre.instantiate_async(&mut store).await?;
+            inst.cst_plugin_tool().call_call_tool(&mut store, name, arguments).await
+        }
+        .await;
+        self.log_output(&out, &err);
+        match result {
+            Ok(Ok(text)) => Ok(text),
+            Ok(Err(message)) => Err(failed(message)),
+            Err(e) => Err(self.classify(&store, &e, timeout)),
+        }
+    }
+}
+
+fn failed(message: String) -> Failure {
+    Failure::Failed {
+        message,
+        exit_code: None,
+    }
+}
+
+/// The registry calls a wasm tool by its registered name, which is the name `list-tools` gave.
+pub struct WasmToolRunner {
+    pub plugin: Arc<WasmPlugin>,
+}
+
+impl ToolRunner for WasmToolRunner {
+    fn run<'a>(&'a self, call: Invocation<'a>) -> BoxFuture<'a, Result<String, Failure>> {
+        Box::pin(async move {
+            let args = serde_json::to_string(call.args).map_err(|e| failed(format!("cannot encode arguments: {e}")))?;
+            self.plugin
+                .call(&call.spec.name, &args, &call.ctx.workspace, call.spec.timeout)
+                .await
+        })
+    }
+}
