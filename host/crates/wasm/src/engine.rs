@@ -5,10 +5,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
-
-use super::runner::{bindings::Plugin, State};
 
 /// Epoch tick period; a deadline is checked on every tick.
 pub const TICK: Duration = Duration::from_millis(10);
@@ -18,7 +15,6 @@ const MAX_MEMORY_BYTES: usize = 4096 << 20;
 
 struct Shared {
     engine: Engine,
-    linker: Linker<State>,
     pooling: bool,
 }
 
@@ -51,15 +47,8 @@ fn build() -> Result<Shared, String> {
             (e, false)
         }
     };
-    let mut linker: Linker<State> = Linker::new(&engine);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e}"))?;
-    Plugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s).map_err(|e| format!("cannot link host: {e}"))?;
     start_ticker(&engine);
-    Ok(Shared {
-        engine,
-        linker,
-        pooling,
-    })
+    Ok(Shared { engine, pooling })
 }
 
 /// The ticker always runs (a guest stuck in a loop is only stopped by it); it holds a weak
@@ -87,11 +76,6 @@ fn shared() -> Result<&'static Shared, String> {
 /// The engine every component is compiled for.
 pub fn engine() -> Result<&'static Engine, String> {
     shared().map(|s| &s.engine)
-}
-
-/// WASI p2 + the `cst:plugin/host` import.
-pub(crate) fn linker() -> Result<&'static Linker<State>, String> {
-    shared().map(|s| &s.linker)
 }
 
 /// Whether the pooling allocator is in use (reported by the bench).

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use tokio::io::AsyncWrite;
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{ResourceLimiter, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -31,6 +31,22 @@ pub(crate) mod bindings {
 use bindings::cst::plugin::host::Level;
 use bindings::exports::cst::plugin::tool;
 use bindings::PluginPre;
+
+/// WASI p2 + the `cst:plugin/host` import, linked once for the process's engine. Here rather
+/// than in `engine` because it needs this module's bindings and store state.
+fn linker() -> Result<&'static Linker<State>, String> {
+    static LINKER: OnceLock<Result<Linker<State>, String>> = OnceLock::new();
+    LINKER
+        .get_or_init(|| {
+            let mut linker: Linker<State> = Linker::new(engine::engine()?);
+            wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| format!("cannot link WASI: {e}"))?;
+            bindings::Plugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+                .map_err(|e| format!("cannot link host: {e}"))?;
+            Ok(linker)
+        })
+        .as_ref()
+        .map_err(|e| e.clone())
+}
 
 /// Captured guest stdout/stderr per call; the rest is dropped (the guest never sees an error).
 const OUTPUT_CAP: usize = 64 * 1024;
@@ -211,7 +227,7 @@ impl WasmPlugin {
         let (component, _) = cache::load_or_compile(&self.wasm, &bytes, &sha, progress)?;
         let engine = engine::engine()?;
         inspect::world_version(&self.wasm, engine, &component)?;
-        let linker = engine::linker()?;
+        let linker = linker()?;
         let pre = linker
             .instantiate_pre(&component)
             .map_err(|e| format!("{}: cannot link: {e}", self.wasm.display()))?;
