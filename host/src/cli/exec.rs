@@ -1,18 +1,16 @@
 //! `cst-agent exec "PROMPT"`: the headless runner, one client of the core.
 //!
 //! stderr: the summary line (E9) first, then warnings and progress. stdout: the final answer, or
-//! with `--json` a JSONL event stream whose schema (below, and `docs/headless.md`) is this
-//! runner's own contract, not the core's internal types.
+//! with `--json` a JSONL event stream: [`cst_protocol::headless`], this runner's own contract
+//! (see `docs/headless.md`), not the core's internal types.
 
 use std::io::{IsTerminal, Read, Write};
-
-use serde::Serialize;
-use serde_json::Value;
 
 use super::Cli;
 use cst_core::approvals::ApprovalMode;
 use cst_core::model::{ModelClient, ModelConfig, ModelOverrides};
 use cst_core::{Event, Op, SessionBuilder, TurnEnd, DEFAULT_MAX_STEPS};
+use cst_protocol::headless::HeadlessEvent;
 
 /// Exit codes of `exec` (documented in docs/headless.md).
 pub mod code {
@@ -27,9 +25,6 @@ pub mod code {
     /// Cancelled by Ctrl-C (SIGINT) — 128 + 2, as shells report it.
     pub const CANCELLED: i32 = 130;
 }
-
-/// Version of the `--json` event schema; bumped only on incompatible changes.
-pub const JSON_SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, clap::Args)]
 pub struct ExecArgs {
@@ -52,69 +47,6 @@ pub struct ExecArgs {
     /// settings.json `model.base_url`).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
-}
-
-/// One line of `--json` output. Field names and `type` values are stable (schema version 1).
-#[derive(Debug, Serialize)]
-#[serde(tag = "type")]
-enum JsonEvent<'a> {
-    #[serde(rename = "session.started")]
-    SessionStarted {
-        schema_version: u32,
-        session_id: &'a str,
-        model: &'a str,
-        transcript: Option<String>,
-    },
-    #[serde(rename = "turn.started")]
-    TurnStarted {},
-    #[serde(rename = "message.delta")]
-    MessageDelta { text: &'a str },
-    #[serde(rename = "message")]
-    Message { text: &'a str },
-    #[serde(rename = "tool.started")]
-    ToolStarted {
-        call_id: &'a str,
-        tool: &'a str,
-        source: &'a str,
-        args: &'a Value,
-    },
-    #[serde(rename = "tool.finished")]
-    ToolFinished {
-        call_id: &'a str,
-        tool: &'a str,
-        outcome: &'a str,
-        output: &'a str,
-        duration_ms: f64,
-    },
-    #[serde(rename = "warning")]
-    Warning { message: &'a str },
-    #[serde(rename = "error")]
-    Error { message: &'a str },
-    #[serde(rename = "subagent.started")]
-    SubAgentStarted {
-        subagent: u32,
-        call_id: &'a str,
-        role: &'a str,
-        description: &'a str,
-        model: &'a str,
-        transcript: Option<String>,
-    },
-    #[serde(rename = "subagent.finished")]
-    SubAgentFinished {
-        subagent: u32,
-        call_id: &'a str,
-        status: &'a str,
-        steps: u32,
-    },
-    #[serde(rename = "turn.finished")]
-    TurnFinished {
-        status: &'a str,
-        steps: u32,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        answer: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        error: Option<&'a str>,
-    },
 }
 
 fn status_of(end: &TurnEnd) -> (&'static str, i32) {
@@ -208,7 +140,9 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
     let stdout = std::io::stdout();
     while let Some(ev) = session.events.recv().await {
         if args.json {
-            if let Some(line) = json_line(&ev) {
+            // Events without a line (approvals, reloads…) print nothing; serializing a line does
+            // not fail in practice, and one that did would be skipped.
+            if let Some(line) = HeadlessEvent::from_event(&ev).and_then(|j| j.to_json_line().ok()) {
                 let mut out = stdout.lock();
                 // A closed stdout (consumer gone) is not worth failing the run for.
                 let _ = writeln!(out, "{line}").and_then(|_| out.flush());
@@ -233,113 +167,6 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
     }
     ctrl_c.abort();
     exit
-}
-
-fn json_line(ev: &Event) -> Option<String> {
-    json_value(ev).map(|v| v.to_string())
-}
-
-/// A sub-agent's own events carry `"subagent": N` (schema version 1: an added optional field).
-fn json_value(ev: &Event) -> Option<Value> {
-    let transcript;
-    let j = match ev {
-        Event::SessionStarted {
-            session_id,
-            model,
-            transcript: t,
-        } => {
-            transcript = t.as_ref().map(|p| p.display().to_string());
-            JsonEvent::SessionStarted {
-                schema_version: JSON_SCHEMA_VERSION,
-                session_id,
-                model,
-                transcript,
-            }
-        }
-        Event::TurnStarted => JsonEvent::TurnStarted {},
-        Event::MessageDelta { text } => JsonEvent::MessageDelta { text },
-        // A reply with only tool calls has no text to show; the calls come as tool events.
-        Event::Message { text, .. } if text.is_empty() => return None,
-        Event::Message { text, .. } => JsonEvent::Message { text },
-        Event::ToolCallStarted {
-            call_id,
-            tool,
-            source,
-            args,
-        } => JsonEvent::ToolStarted {
-            call_id,
-            tool,
-            source,
-            args,
-        },
-        Event::ToolCallFinished {
-            call_id,
-            tool,
-            outcome,
-            output,
-            duration,
-        } => JsonEvent::ToolFinished {
-            call_id,
-            tool,
-            outcome: outcome.as_str(),
-            output,
-            duration_ms: duration.as_secs_f64() * 1000.0,
-        },
-        Event::Warning { message } => JsonEvent::Warning { message },
-        Event::Error { message } => JsonEvent::Error { message },
-        Event::TurnFinished { end, steps } => {
-            let (answer, error) = match end {
-                TurnEnd::Done { answer } => (Some(answer.as_str()), None),
-                TurnEnd::Failed { message } => (None, Some(message.as_str())),
-                _ => (None, None),
-            };
-            JsonEvent::TurnFinished {
-                status: status_of(end).0,
-                steps: *steps,
-                answer,
-                error,
-            }
-        }
-        Event::SubAgentStarted {
-            n,
-            call_id,
-            role,
-            description,
-            model,
-            transcript: t,
-        } => {
-            transcript = t.as_ref().map(|p| p.display().to_string());
-            JsonEvent::SubAgentStarted {
-                subagent: *n,
-                call_id,
-                role,
-                description,
-                model,
-                transcript,
-            }
-        }
-        Event::SubAgentFinished {
-            n, call_id, end, steps, ..
-        } => JsonEvent::SubAgentFinished {
-            subagent: *n,
-            call_id,
-            status: status_of(end).0,
-            steps: *steps,
-        },
-        Event::SubAgent { n, event } => {
-            let mut inner = json_value(event)?;
-            inner["subagent"] = Value::from(*n);
-            return Some(inner);
-        }
-        // Headless runs never ask (the gate refuses instead, `ask_user` says nobody can answer)
-        // and never reload; the user's message is the prompt it was given.
-        Event::ApprovalRequested { .. }
-        | Event::QuestionAsked { .. }
-        | Event::Reloaded { .. }
-        | Event::UserMessage { .. }
-        | Event::SessionClosed => return None,
-    };
-    serde_json::to_value(&j).ok()
 }
 
 fn print_human(ev: &Event) {

@@ -1,13 +1,16 @@
 //! The contract between the core and its front ends (headless runner, TUI, `mcp serve`):
 //! operations in, events out, and the shared types they carry (permission categories, approval
 //! and question requests, reload results, diagnostics). Front ends never reach into the session
-//! otherwise. The lowest layer: it depends on nothing of ours.
+//! otherwise. [`headless`] is the wire format of `cst-agent exec --json` and its JSON Schema.
+//! The lowest layer: it depends on nothing of ours.
 
 use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub mod headless;
 
 /// Permission category of a tool (P6). Approval is decided by category.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, PartialOrd, Ord)]
