@@ -8,7 +8,10 @@
 //! let mut session = SessionBuilder::new("/work/repo".into(), model).headless(true).build().await;
 //! eprintln!("{}", session.summary);
 //! let _ = session.handle.ops.send(cst_core::Op::UserTurn { text: "hello".into() });
-//! while let Some(event) = session.handle.events.recv().await { /* … */ # let _ = event; }
+//! while let Some(event) = session.handle.events.recv().await {
+//!     // … show `event` …
+//! #   let _ = event;
+//! }
 //! # }
 //! ```
 
