@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use cst_agent::process::{run_captured, ProcessSpec};
 use cst_agent::sandbox::{status, SandboxStatus};
-use cst_agent::tools::{Decision, PermissionGate, ToolContext, ToolSpec};
+use cst_agent::tools::{Confinement, Decision, PermissionGate, ToolContext, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
 /// Skip (with the reason printed) only when the kernel has no Landlock.
@@ -112,7 +112,11 @@ async fn p11_writes_only_in_workspace_and_temp_reads_open() {
 struct SandboxAll;
 impl PermissionGate for SandboxAll {
     fn check<'a>(&'a self, _spec: &'a ToolSpec, _args: &'a Value) -> BoxFuture<'a, Decision> {
-        Box::pin(async { Decision::Allow { sandboxed: true } })
+        Box::pin(async {
+            Decision::Allow {
+                confinement: Confinement::LandlockWrites,
+            }
+        })
     }
 }
 

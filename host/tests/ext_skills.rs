@@ -145,7 +145,12 @@ fn e3_t3_s5_sources_fallbacks_and_precedence() {
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect::<Vec<_>>()
     );
-    let w = l.warnings.join("\n");
+    let w = l
+        .warnings
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
     assert!(
         w.contains(&broken.join("SKILL.md").display().to_string()) && w.contains("malformed frontmatter"),
         "{w}"
@@ -202,6 +207,7 @@ fn s3_index_is_at_most_4096_bytes_and_names_the_left_out() {
         assert!(
             l.warnings
                 .iter()
+                .map(ToString::to_string)
                 .any(|w| w.contains(&format!("skill `{name}`")) && w.contains("4096")),
             "{name}"
         );

@@ -10,11 +10,12 @@ use std::time::Duration;
 use cst_agent::discovery::{McpSource, Origin};
 use cst_agent::mcp::config::process_env;
 use cst_agent::mcp::{parse_sources, McpManager, ServerStatus};
+use cst_agent::protocol::Diagnostic;
 use cst_agent::tools::{CallError, Perm, Registry, ToolContext};
 use mcp_support::*;
 use serde_json::{json, Value};
 
-fn start(servers: Value, ws: &Path, registry: Arc<Registry>) -> (McpManager, Vec<String>) {
+fn start(servers: Value, ws: &Path, registry: Arc<Registry>) -> (McpManager, Vec<Diagnostic>) {
     let source = McpSource {
         file: ws.join("mcp.json"),
         servers,
@@ -346,13 +347,14 @@ async fn tool_name_clash_is_refused_with_a_warning() {
             perm: Perm::Read,
             source: cst_agent::tools::ToolSource::builtin(),
             timeout: Duration::from_secs(5),
+            confine_with: cst_agent::tools::Confinement::None,
         },
         Arc::new(Never),
     )
     .unwrap();
     let (m, _) = start(json!({"t": server(json!({}))}), ws.path(), reg.clone());
     assert!(m.wait_ready(Duration::from_secs(30)).await);
-    let warnings = m.warnings();
+    let warnings: Vec<String> = m.warnings().iter().map(ToString::to_string).collect();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
         warnings[0].contains("mcp__t__echo") && warnings[0].contains("`t`"),

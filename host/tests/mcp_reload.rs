@@ -279,6 +279,7 @@ async fn clash_warnings_are_not_repeated_by_reload_and_go_with_the_server() {
             perm: Perm::Read,
             source: cst_agent::tools::ToolSource::builtin(),
             timeout: Duration::from_secs(5),
+            confine_with: cst_agent::tools::Confinement::None,
         },
         Arc::new(Builtin),
     )

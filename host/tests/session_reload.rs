@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use cst_agent::approvals::ApprovalMode;
 use cst_agent::core::{Event, Op, ReloadTarget, SessionBuilder, SessionHandle};
-use cst_agent::protocol::{Changed, ExtensionKind, ReloadSummary};
+use cst_agent::protocol::{Changed, Diagnostic, ExtensionKind, ReloadSummary};
 use cst_test_support::session::{close, model, turn, until};
 use cst_test_support::{call, Reply, ScriptedServer};
 use mcp_support::{running, test_server};
@@ -58,7 +58,7 @@ async fn build(server: &ScriptedServer, ws: &Path) -> SessionHandle {
     session.handle
 }
 
-async fn reload(h: &mut SessionHandle, what: ReloadTarget) -> (ReloadSummary, Vec<String>) {
+async fn reload(h: &mut SessionHandle, what: ReloadTarget) -> (ReloadSummary, Vec<Diagnostic>) {
     h.ops.send(Op::Reload { what }).unwrap();
     let events = until(h, |e| matches!(e, Event::Reloaded { .. })).await;
     match events.into_iter().last() {

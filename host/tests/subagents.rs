@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use cst_agent::core;
+use cst_agent::protocol::DiagnosticKind;
 use cst_agent::subagents::{load_roles, role_dirs};
 use cst_test_support::{call, Recorded, Reply, ScriptedServer};
 use serde_json::{json, Value};
@@ -114,11 +115,14 @@ fn role_files_from_each_location_with_precedence_and_builtin_override() {
     assert!(
         warnings
             .iter()
+            .map(ToString::to_string)
             .any(|w| w.contains("broken.md") && w.contains("malformed")),
         "{warnings:?}"
     );
     assert!(
-        warnings.iter().any(|w| w.contains("`dup`") && w.contains("E7")),
+        warnings
+            .iter()
+            .any(|w| w.kind == DiagnosticKind::NameClash && w.to_string().contains("`dup`")),
         "{warnings:?}"
     );
 

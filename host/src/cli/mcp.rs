@@ -9,7 +9,8 @@ use cst_extensions::mcp::{self, McpManager};
 
 #[derive(Debug, Subcommand)]
 pub enum McpCmd {
-    /// Every MCP server: status and tool count (waits for servers still starting, M7).
+    // M7
+    /// Every MCP server: status and tool count (waits for servers still starting).
     List {
         #[arg(long)]
         json: bool,
@@ -23,9 +24,7 @@ pub async fn start_and_wait(loaded: &Loaded) -> McpManager {
     let manager = mcp::start(loaded.registry.clone(), &loaded.mcp_sources, &mut warnings);
     manager.wait_ready(manager.max_start_timeout()).await;
     warnings.extend(manager.warnings());
-    for w in warnings {
-        eprintln!("warning: {w}");
-    }
+    super::print_warnings(&warnings);
     manager
 }
 

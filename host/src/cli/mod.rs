@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use cst_config::ToolsProfile;
+use cst_protocol::Diagnostic;
 
 /// Exit codes shared by every command.
 pub mod exit {
@@ -28,7 +29,8 @@ pub struct Cli {
     /// Workspace root (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Tool profile: `default` loads extensions, `minimal` loads none (E1).
+    // E1. Doc comments on clap items are the `--help` text: no rule ids in them.
+    /// Tool profile: `default` loads extensions, `minimal` loads none.
     #[arg(long, global = true, value_enum, default_value_t = ToolsProfile::Default)]
     pub tools: ToolsProfile,
     #[command(subcommand)]
@@ -51,13 +53,14 @@ pub enum Command {
     /// Sub-agent roles, and the sub-agent transcripts of a session.
     #[command(subcommand)]
     Agents(agents::AgentsCmd),
-    /// The extensions summary (E9), the sandbox (P11) and the trust hint (T1).
+    // E9, P11, T1.
+    /// The extensions summary, the sandbox and the trust hint.
     #[command(alias = "doctor")]
     Status,
 }
 
-/// Print load warnings (broken files, clashes) to stderr, one a line.
-pub fn print_warnings(warnings: &[String]) {
+/// Print load problems (broken files, clashes) to stderr, one a line: `warning: {file}: {message}`.
+pub fn print_warnings(warnings: &[Diagnostic]) {
     for w in warnings {
         eprintln!("warning: {w}");
     }

@@ -18,7 +18,7 @@ pub enum PluginsCmd {
     },
     /// Remove an installed plugin.
     Remove { name: String },
-    /// `plugins trust` / `plugins untrust` (T2).
+    // T2: `plugins trust` / `plugins untrust`.
     #[command(flatten)]
     Trust(super::trust::TrustCmd),
 }

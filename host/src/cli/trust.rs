@@ -8,9 +8,10 @@ use super::{exit, Cli};
 /// The two trust commands; `PluginsCmd` embeds these (`plugins trust`, `plugins untrust`).
 #[derive(Debug, Clone, Copy, Subcommand)]
 pub enum TrustCmd {
-    /// Trust the workspace: its `.agent/plugins` and `.agent/mcp.json` load from now on (T2).
+    // T2. Doc comments here are `--help` text: no rule ids in them.
+    /// Trust the workspace: its `.agent/plugins` and `.agent/mcp.json` load from now on.
     Trust,
-    /// Revoke the trust of the workspace (T2).
+    /// Revoke the trust of the workspace.
     Untrust,
 }
 

@@ -1,14 +1,27 @@
 //! Approvals by permission category (P6, P11, M8): the one [`PermissionGate`] every tool call of
-//! every source goes through. See `docs/approvals.md` for the table.
+//! every source goes through. See `docs/approvals.md` for the tables.
 //!
-//! | perm  | `ask` | `auto` (default)                         | `full`               |
-//! |-------|-------|------------------------------------------|----------------------|
-//! | read  | runs  | runs                                     | runs                 |
-//! | write | asks  | runs (file tools stay in the workspace)  | runs (may leave it)  |
-//! | shell | asks  | runs sandboxed if a sandbox exists, else asks | runs unsandboxed |
-//! | net   | asks  | asks                                     | runs                 |
+//! Whether a call asks ([`verdict`]):
 //!
-//! For built-in file tools `Decision::Allow { sandboxed }` means "confined to the workspace".
+//! | perm  | `ask` | `auto` (default)                          | `full` |
+//! |-------|-------|-------------------------------------------|--------|
+//! | read  | runs  | runs                                      | runs   |
+//! | write | asks  | runs                                      | runs   |
+//! | shell | asks  | runs if the system has Landlock, else asks | runs  |
+//! | net   | asks  | asks                                      | runs   |
+//!
+//! What a call that runs — by the table or approved by a person — is confined to
+//! ([`confinement`]): "confined" is the tool's own [`ToolSpec::confine_with`] (paths kept in the
+//! workspace for the built-in file tools, the Landlock write sandbox for `run_shell` and
+//! plugin.json command tools, nothing for wasm, MCP, `ask_user`, `skill` and `task`), "none" is
+//! [`Confinement::None`].
+//!
+//! | perm  | `ask`    | `auto`                                   | `full` |
+//! |-------|----------|------------------------------------------|--------|
+//! | read  | confined | confined                                 | none   |
+//! | write | confined | confined                                 | none   |
+//! | shell | none     | confined with Landlock; approved without: none | none |
+//! | net   | none     | none                                     | none   |
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +32,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use cst_protocol::ApprovalDecision;
-use cst_registry::{Decision, Perm, PermissionGate, ToolSpec};
+use cst_registry::{Confinement, Decision, Perm, PermissionGate, ToolSpec};
 
 /// The approval mode of a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -46,21 +59,46 @@ impl ApprovalMode {
 /// What the table says for one call, before anyone is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    Run { sandboxed: bool },
+    Run { confinement: Confinement },
     Ask,
 }
 
-/// The mode table. `sandbox` says whether this system has a shell sandbox (P11).
-pub fn verdict(mode: ApprovalMode, perm: Perm, sandbox: bool) -> Verdict {
+/// The mode table for a tool of category `perm` whose runner enforces `confine_with` when
+/// confined. `sandbox` says whether this system has Landlock (P11).
+pub fn verdict(mode: ApprovalMode, perm: Perm, confine_with: Confinement, sandbox: bool) -> Verdict {
     use ApprovalMode::*;
-    match (mode, perm) {
-        (_, Perm::Read) => Verdict::Run {
-            sandboxed: mode != Full,
-        },
-        (Full, _) => Verdict::Run { sandboxed: false },
-        (Auto, Perm::Write) => Verdict::Run { sandboxed: true },
-        (Auto, Perm::Shell) if sandbox => Verdict::Run { sandboxed: true },
-        _ => Verdict::Ask,
+    let runs = match (mode, perm) {
+        (_, Perm::Read) | (Full, _) | (Auto, Perm::Write) => true,
+        // P11: `auto` runs shell commands only where it can sandbox them.
+        (Auto, Perm::Shell) => sandbox,
+        (Ask, _) | (Auto, Perm::Net) => false,
+    };
+    if runs {
+        Verdict::Run {
+            confinement: confinement(mode, perm, confine_with, sandbox),
+        }
+    } else {
+        Verdict::Ask
+    }
+}
+
+/// What a call of category `perm` runs under in `mode` once it runs, whether the table let it
+/// or a person approved it: the tool's own `confine_with`, or nothing.
+pub fn confinement(mode: ApprovalMode, perm: Perm, confine_with: Confinement, sandbox: bool) -> Confinement {
+    use ApprovalMode::*;
+    let confined = match (mode, perm) {
+        (Full, _) | (_, Perm::Net) => false,
+        // Reads and writes stay in the workspace unless the mode is `full`, approved or not.
+        (Ask | Auto, Perm::Read | Perm::Write) => true,
+        // A shell call runs sandboxed in `auto` where there is a sandbox (P11); one a person
+        // approved (`ask`, or `auto` without a sandbox) runs as approved.
+        (Auto, Perm::Shell) => sandbox,
+        (Ask, Perm::Shell) => false,
+    };
+    if confined {
+        confine_with
+    } else {
+        Confinement::None
     }
 }
 
@@ -134,28 +172,19 @@ impl ApprovalGate {
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
-    fn sandboxed_if_run(&self, perm: Perm) -> bool {
-        match perm {
-            // Approved writes still stay in the workspace unless the mode is `full`.
-            Perm::Read | Perm::Write => self.mode != ApprovalMode::Full,
-            Perm::Shell => self.mode == ApprovalMode::Auto && self.sandbox,
-            Perm::Net => false,
-        }
-    }
-
     /// `subagent`: the sub-agent making the call, named in the approval request.
     async fn decide(&self, spec: &ToolSpec, args: &Value, subagent: Option<u32>) -> Decision {
-        if let Verdict::Run { sandboxed } = verdict(self.mode, spec.perm, self.sandbox) {
-            return Decision::Allow { sandboxed };
+        if let Verdict::Run { confinement } = verdict(self.mode, spec.perm, spec.confine_with, self.sandbox) {
+            return Decision::Allow { confinement };
         }
-        let sandboxed = self.sandboxed_if_run(spec.perm);
+        let confinement = confinement(self.mode, spec.perm, spec.confine_with, self.sandbox);
         if self
             .always
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .contains(&spec.name)
         {
-            return Decision::Allow { sandboxed };
+            return Decision::Allow { confinement };
         }
         let why = format!(
             "`{}` is a {} tool and the approval mode is `{}`{}",
@@ -194,13 +223,13 @@ impl ApprovalGate {
             };
         }
         match rx.await {
-            Ok(ApprovalDecision::Yes) => Decision::Allow { sandboxed },
+            Ok(ApprovalDecision::Yes) => Decision::Allow { confinement },
             Ok(ApprovalDecision::Always) => {
                 self.always
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .insert(spec.name.clone());
-                Decision::Allow { sandboxed }
+                Decision::Allow { confinement }
             }
             Ok(ApprovalDecision::No) => Decision::Deny {
                 reason: "the user declined this call".into(),
@@ -244,20 +273,53 @@ mod tests {
             perm,
             source: ToolSource::builtin(),
             timeout: cst_registry::DEFAULT_TIMEOUT,
+            confine_with: Confinement::None,
         }
     }
 
     #[test]
     fn table() {
         use ApprovalMode::*;
-        assert_eq!(verdict(Ask, Perm::Read, false), Verdict::Run { sandboxed: true });
-        assert_eq!(verdict(Ask, Perm::Write, true), Verdict::Ask);
-        assert_eq!(verdict(Auto, Perm::Write, false), Verdict::Run { sandboxed: true });
-        assert_eq!(verdict(Auto, Perm::Shell, true), Verdict::Run { sandboxed: true });
-        assert_eq!(verdict(Auto, Perm::Shell, false), Verdict::Ask);
-        assert_eq!(verdict(Auto, Perm::Net, true), Verdict::Ask);
-        assert_eq!(verdict(Full, Perm::Net, false), Verdict::Run { sandboxed: false });
-        assert_eq!(verdict(Full, Perm::Write, false), Verdict::Run { sandboxed: false });
+        // What was `sandboxed: true` is the tool's own confinement, whichever it is.
+        for tool in [Confinement::WorkspacePaths, Confinement::LandlockWrites] {
+            let confined = Verdict::Run { confinement: tool };
+            let free = Verdict::Run {
+                confinement: Confinement::None,
+            };
+            assert_eq!(verdict(Ask, Perm::Read, tool, false), confined);
+            assert_eq!(verdict(Ask, Perm::Write, tool, true), Verdict::Ask);
+            assert_eq!(verdict(Auto, Perm::Write, tool, false), confined);
+            assert_eq!(verdict(Auto, Perm::Shell, tool, true), confined);
+            assert_eq!(verdict(Auto, Perm::Shell, tool, false), Verdict::Ask);
+            assert_eq!(verdict(Auto, Perm::Net, tool, true), Verdict::Ask);
+            assert_eq!(verdict(Full, Perm::Net, tool, false), free);
+            assert_eq!(verdict(Full, Perm::Write, tool, false), free);
+        }
+        // A tool nothing more can confine runs unconfined wherever it runs.
+        assert_eq!(
+            verdict(Auto, Perm::Read, Confinement::None, true),
+            Verdict::Run {
+                confinement: Confinement::None
+            }
+        );
+    }
+
+    #[test]
+    fn approved_calls_keep_the_confinement_of_their_category() {
+        use ApprovalMode::*;
+        let paths = Confinement::WorkspacePaths;
+        let landlock = Confinement::LandlockWrites;
+        // An approved write in `ask` still stays in the workspace; only `full` lets it out.
+        assert_eq!(confinement(Ask, Perm::Write, paths, false), paths);
+        assert_eq!(confinement(Full, Perm::Write, paths, true), Confinement::None);
+        // An approved shell call runs as approved: no sandbox in `ask`, nor in `auto` without one.
+        assert_eq!(confinement(Ask, Perm::Shell, landlock, true), Confinement::None);
+        assert_eq!(confinement(Auto, Perm::Shell, landlock, false), Confinement::None);
+        // A command tool of category read or write gets the process sandbox in `ask` and `auto`.
+        assert_eq!(confinement(Auto, Perm::Read, landlock, true), landlock);
+        assert_eq!(confinement(Ask, Perm::Write, landlock, true), landlock);
+        // Net is never confined.
+        assert_eq!(confinement(Ask, Perm::Net, landlock, true), Confinement::None);
     }
 
     #[tokio::test]
@@ -280,14 +342,18 @@ mod tests {
         let net = spec("fetch", Perm::Net);
         assert_eq!(
             gate.check(&net, &Value::Null).await,
-            Decision::Allow { sandboxed: false }
+            Decision::Allow {
+                confinement: Confinement::None
+            }
         );
         // Remembered: answered without a new request even with nobody listening.
         answerer.abort();
         let _ = answerer.await;
         assert_eq!(
             gate.check(&net, &Value::Null).await,
-            Decision::Allow { sandboxed: false }
+            Decision::Allow {
+                confinement: Confinement::None
+            }
         );
         let other = spec("other", Perm::Net);
         assert!(matches!(gate.check(&other, &Value::Null).await, Decision::Deny { .. }));

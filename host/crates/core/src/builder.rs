@@ -26,6 +26,7 @@ use crate::session::{spawn, SessionConfig, SessionHandle, DEFAULT_MAX_STEPS};
 use crate::session_extensions::SessionExtensions;
 use cst_config::ToolsProfile;
 use cst_extensions::discovery::{self, LoadOptions};
+use cst_protocol::Diagnostic;
 
 /// How long a headless session waits for MCP servers that are still starting (M7).
 pub const HEADLESS_MCP_WAIT: Duration = Duration::from_secs(30);
@@ -49,7 +50,7 @@ pub struct Session {
     /// E9's summary line, e.g. `2 skills · 1 plugin (3 tools) · 1 MCP server`.
     pub summary: String,
     /// Problems found while loading (broken files, clashes, servers that failed to start).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Diagnostic>,
     /// T1's hint when the workspace has extensions that wait for trust.
     pub untrusted_hint: Option<String>,
 }

@@ -24,7 +24,7 @@ pub mod subagent_transcripts;
 pub mod transcript;
 
 pub use builder::{Session, SessionBuilder};
-pub use cst_protocol::{ApprovalDecision, Event, Op, Outcome, ReloadTarget, TurnEnd};
+pub use cst_protocol::{ApprovalDecision, Diagnostic, DiagnosticKind, Event, Op, Outcome, ReloadTarget, TurnEnd};
 pub use events::{EventBus, EventSink};
 pub use session::{new_session_id, spawn, SessionConfig, SessionHandle, DEFAULT_MAX_STEPS};
 pub use subagent_transcripts::{load_subagent_transcript, subagent_transcripts, SubAgentTranscript};

@@ -21,7 +21,7 @@ use crate::session_extensions::SessionExtensions;
 use crate::transcript::{Record, Redactor, Transcript, TranscriptOf, TranscriptSink};
 use crate::{prompt, subagent};
 use cst_extensions::subagents::RoleSet;
-use cst_protocol::{Event, Op, ReloadSummary};
+use cst_protocol::{Diagnostic, DiagnosticKind, Event, Op, ReloadSummary};
 use cst_registry::question::Questions;
 use cst_registry::Registry;
 
@@ -301,7 +301,10 @@ impl Router {
                         }
                         None => (
                             ReloadSummary::default(),
-                            vec!["this session loaded no extensions, so there is nothing to reload".into()],
+                            vec![Diagnostic::new(
+                                DiagnosticKind::Other,
+                                "this session loaded no extensions, so there is nothing to reload",
+                            )],
                         ),
                     };
                     drop(guard);

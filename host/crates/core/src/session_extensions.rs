@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use cst_extensions::discovery::{self, LoadOptions, Loaded, ReloadReport};
 use cst_extensions::mcp::{self, McpChanges, McpManager, ServerStatus};
-use cst_protocol::{Changed, ExtensionKind, ReloadSummary, ReloadTarget};
+use cst_protocol::{Changed, Diagnostic, DiagnosticKind, ExtensionKind, ReloadSummary, ReloadTarget};
 
 /// Owned by one session.
 pub struct SessionExtensions {
@@ -20,7 +20,7 @@ pub struct SessionExtensions {
 impl SessionExtensions {
     /// Discover everything for `opts` and start the MCP servers in the background (M7).
     /// Returns the extensions and the problems found (each naming its file).
-    pub fn load(opts: LoadOptions) -> (Self, Vec<String>) {
+    pub fn load(opts: LoadOptions) -> (Self, Vec<Diagnostic>) {
         let loaded = discovery::load(&opts);
         let mut warnings = loaded.warnings.clone();
         let mcp = mcp::start(loaded.registry.clone(), &loaded.mcp_sources, &mut warnings);
@@ -34,7 +34,7 @@ impl SessionExtensions {
     }
 
     /// Reload `what`; returns what changed and the problems found.
-    pub async fn reload(&mut self, what: &ReloadTarget) -> (ReloadSummary, Vec<String>) {
+    pub async fn reload(&mut self, what: &ReloadTarget) -> (ReloadSummary, Vec<Diagnostic>) {
         let mut summary = ReloadSummary::default();
         let mut warnings = Vec::new();
         match what {
@@ -51,7 +51,7 @@ impl SessionExtensions {
             }
             ReloadTarget::Mcp { server: Some(name) } => match self.mcp.reload(Some(name)).await {
                 Ok(()) => summary.restarted.push(server(name)),
-                Err(e) => warnings.push(e),
+                Err(e) => warnings.push(Diagnostic::new(DiagnosticKind::McpServer, e)),
             },
             ReloadTarget::Mcp { server: None } => {
                 warnings.extend(discovery::reload_mcp_sources(&mut self.loaded, &self.opts));
@@ -66,7 +66,7 @@ impl SessionExtensions {
 
     /// Make the running servers follow `loaded.mcp_sources`: added start, removed stop, changed
     /// restart, unchanged keep running — except those that exited, which restart (M11).
-    async fn follow_mcp_sources(&self, summary: &mut ReloadSummary, warnings: &mut Vec<String>) {
+    async fn follow_mcp_sources(&self, summary: &mut ReloadSummary, warnings: &mut Vec<Diagnostic>) {
         let before = self.mcp.warnings().len();
         let changes: McpChanges = mcp::reload_sources(&self.mcp, &self.loaded.mcp_sources, warnings).await;
         let touched: Vec<&String> = changes.added.iter().chain(&changes.changed).collect();
@@ -95,7 +95,7 @@ fn server(name: &str) -> Changed {
     }
 }
 
-fn add_report(summary: &mut ReloadSummary, warnings: &mut Vec<String>, kind: ExtensionKind, report: ReloadReport) {
+fn add_report(summary: &mut ReloadSummary, warnings: &mut Vec<Diagnostic>, kind: ExtensionKind, report: ReloadReport) {
     let named = |names: Vec<String>| names.into_iter().map(|name| Changed { kind, name }).collect::<Vec<_>>();
     summary.added.extend(named(report.added));
     summary.removed.extend(named(report.removed));

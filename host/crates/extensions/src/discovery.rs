@@ -12,7 +12,7 @@
 //! | `<ws>/.agent/agents/*.md`, `<ws>/.claude/agents/*.md`, `<config>/agents/*.md` | sub-agent roles | always |
 //!
 //! `--tools minimal` loads none of them. On a name clash the first wins — workspace, then config
-//! dir, then plugins — and the loser is a warning naming both files; nothing is renamed.
+//! dir, then plugins — and the loser is a [`Diagnostic`] naming both files; nothing is renamed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -20,6 +20,8 @@ use std::sync::{Arc, RwLock};
 
 use crate::plugins::{self, LoadedPlugin, PluginManifest};
 use crate::skills::{self, SharedSkills, Skill, SkillIndex};
+use cst_config::settings::SettingsError;
+use cst_protocol::{Diagnostic, DiagnosticKind};
 use cst_registry::{Registry, SourceKind};
 
 /// Discovery's vocabulary, defined below it in the config layer.
@@ -41,7 +43,7 @@ pub struct Loaded {
     /// names both files).
     pub mcp_sources: Vec<McpSource>,
     /// Problems that did not stop loading (broken files, clashes), each naming its file.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Diagnostic>,
     /// The same skills, shared with the `skill` tool so a reload updates it in place.
     pub shared_skills: SharedSkills,
     /// The index for the system prompt (S3).
@@ -88,40 +90,61 @@ pub fn load(opts: &LoadOptions) -> Loaded {
 }
 
 /// Sub-agent roles (E6, A1); text, so not subject to trust (T3).
-fn load_roles_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<String>) {
+fn load_roles_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<Diagnostic>) {
     let config = config_dir(&mut Vec::new()); // already reported by the plugin loader
     let dirs = crate::subagents::role_dirs(&opts.workspace, config.as_deref());
     let roles = crate::subagents::load_roles(&dirs, warnings);
     for name in roles.index().left_out {
-        warnings.push(format!(
+        let message = format!(
             "sub-agent role `{name}` left out of the role index: the index is limited to {} bytes; \
              `task` can still run it by name",
             skills::MAX_INDEX_BYTES
-        ));
+        );
+        // Built-in roles have no file.
+        warnings.push(match roles.get(&name).and_then(|r| r.file.clone()) {
+            Some(file) => Diagnostic::in_file(DiagnosticKind::LeftOutOfIndex, file, message),
+            None => Diagnostic::new(DiagnosticKind::LeftOutOfIndex, message),
+        });
     }
     loaded.roles = Arc::new(roles);
 }
 
-fn config_dir(warnings: &mut Vec<String>) -> Option<PathBuf> {
+fn config_dir(warnings: &mut Vec<Diagnostic>) -> Option<PathBuf> {
     match cst_config::config_dir::config_dir() {
         Ok(d) => Some(d),
         Err(e) => {
-            warnings.push(format!("config dir: {e}"));
+            warnings.push(Diagnostic::new(DiagnosticKind::Config, format!("config dir: {e}")));
             None
         }
     }
 }
 
-/// Trust, plugins (their tools) and MCP sources.
-fn load_plugins_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<String>) {
-    let ws = &opts.workspace;
-    loaded.trusted = match cst_config::trust::is_trusted(ws) {
+/// Whether the workspace is trusted (T2). A settings file that cannot be read is reported and
+/// the workspace counts as untrusted (fail closed).
+fn read_trust(ws: &Path, warnings: &mut Vec<Diagnostic>) -> bool {
+    match cst_config::trust::is_trusted(ws) {
         Ok(t) => t,
         Err(e) => {
-            warnings.push(format!("{e} (workspace treated as untrusted)"));
+            warnings.push(settings_diagnostic(&e, "workspace treated as untrusted"));
             false
         }
-    };
+    }
+}
+
+/// A [`SettingsError`] as a diagnostic about its file, with what the loader did about it. Its
+/// message already starts with the path when it has one; the text people read stays the same.
+fn settings_diagnostic(e: &SettingsError, consequence: &str) -> Diagnostic {
+    let prefix = format!("{}: ", e.path.display());
+    match e.message.strip_prefix(&prefix) {
+        Some(rest) => Diagnostic::in_file(DiagnosticKind::Config, &e.path, format!("{rest} ({consequence})")),
+        None => Diagnostic::new(DiagnosticKind::Config, format!("{} ({consequence})", e.message)),
+    }
+}
+
+/// Trust, plugins (their tools) and MCP sources.
+fn load_plugins_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<Diagnostic>) {
+    let ws = &opts.workspace;
+    loaded.trusted = read_trust(ws, warnings);
     let agent = ws.join(".agent");
     let has_ws_extensions = agent.join("plugins").is_dir() || agent.join("mcp.json").is_file();
     loaded.untrusted_hint = (!loaded.trusted && has_ws_extensions).then(|| UNTRUSTED_HINT.to_string());
@@ -145,17 +168,12 @@ fn load_plugins_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec
             let manifest = match PluginManifest::load(&file) {
                 Ok(m) => m,
                 Err(e) => {
-                    warnings.push(e.to_string());
+                    warnings.push(e.into());
                     continue;
                 }
             };
             if let Some(first) = by_name.get(&manifest.name) {
-                warnings.push(format!(
-                    "plugin `{}` in {} clashes with the plugin of the same name in {}; the first one is kept (E7)",
-                    manifest.name,
-                    file.display(),
-                    first.display()
-                ));
+                warnings.push(name_clash("plugin", &manifest.name, &file, first));
                 continue;
             }
             match plugins::load_plugin(&plugin_dir, manifest, &loaded.registry, warnings) {
@@ -166,7 +184,7 @@ fn load_plugins_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec
                         .insert(format!("plugin:{}", p.name), plugin_fingerprint(&p));
                     loaded.plugins.push(p);
                 }
-                Err(e) => warnings.push(e.to_string()),
+                Err(e) => warnings.push(e.into()),
             }
         }
     }
@@ -176,7 +194,7 @@ fn load_plugins_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec
 
 /// MCP sources in precedence order (E5, E7): the workspace's `mcp.json` when trusted, the config
 /// dir's, then the plugins' `mcpServers`.
-fn collect_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions, config: Option<&Path>, warnings: &mut Vec<String>) {
+fn collect_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions, config: Option<&Path>, warnings: &mut Vec<Diagnostic>) {
     let ws = &opts.workspace;
     let agent = ws.join(".agent");
     let mut sources = Vec::new();
@@ -188,8 +206,13 @@ fn collect_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions, config: Option<&
     }
     for p in &loaded.plugins {
         if let Some(servers) = &p.manifest.mcp_servers {
+            // P1
             if !servers.is_object() {
-                warnings.push(format!("{}: `mcpServers` must be an object (P1)", p.file.display()));
+                warnings.push(Diagnostic::in_file(
+                    DiagnosticKind::BrokenFile,
+                    &p.file,
+                    "`mcpServers` must be an object",
+                ));
                 continue;
             }
             sources.push(McpSource {
@@ -205,11 +228,7 @@ fn collect_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions, config: Option<&
     for s in &sources {
         for name in server_names(s) {
             match seen.get(&name) {
-                Some(first) => warnings.push(format!(
-                    "MCP server `{name}` in {} clashes with the server of the same name in {}; the first one is kept (E7)",
-                    s.file.display(),
-                    first.display()
-                )),
+                Some(first) => warnings.push(name_clash("MCP server", &name, &s.file, first)),
                 None => {
                     seen.insert(name, s.file.clone());
                 }
@@ -221,29 +240,35 @@ fn collect_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions, config: Option<&
 
 /// `/mcp reload` (E8): read the `mcp.json` files again (and trust, for the workspace's); the
 /// plugins stay as they are. Returns the problems found.
-pub fn reload_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions) -> Vec<String> {
+pub fn reload_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions) -> Vec<Diagnostic> {
     let mut warnings = Vec::new();
     if opts.profile == ToolsProfile::Minimal {
         return warnings;
     }
-    loaded.trusted = match cst_config::trust::is_trusted(&opts.workspace) {
-        Ok(t) => t,
-        Err(e) => {
-            warnings.push(format!("{e} (workspace treated as untrusted)"));
-            false
-        }
-    };
+    loaded.trusted = read_trust(&opts.workspace, &mut warnings);
     let config = config_dir(&mut warnings);
     collect_mcp_sources(loaded, opts, config.as_deref(), &mut warnings);
     warnings
 }
 
-fn push_mcp_json(file: &Path, origin: Origin, ws: &Path, out: &mut Vec<McpSource>, warnings: &mut Vec<String>) {
+fn push_mcp_json(file: &Path, origin: Origin, ws: &Path, out: &mut Vec<McpSource>, warnings: &mut Vec<Diagnostic>) {
     match crate::mcp::read_mcp_json(file, origin, ws) {
         Ok(Some(source)) => out.push(source),
         Ok(None) => {}
         Err(e) => warnings.push(e),
     }
+}
+
+/// E7: `what` `name` from `loser` is not loaded because the one in `winner` came first.
+fn name_clash(what: &str, name: &str, loser: &Path, winner: &Path) -> Diagnostic {
+    Diagnostic::in_file(
+        DiagnosticKind::NameClash,
+        loser,
+        format!(
+            "{what} `{name}` clashes with the {what} of the same name in {}; the first one is kept",
+            winner.display()
+        ),
+    )
 }
 
 /// The server names of one source (the keys of its `mcpServers` object).
@@ -256,7 +281,7 @@ pub fn server_names(source: &McpSource) -> Vec<String> {
 }
 
 /// Skills (E3, T3: trust does not matter), plugin skills after them, the `skill` tool, the index.
-fn load_skills_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<String>) {
+fn load_skills_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<Diagnostic>) {
     let ws = &opts.workspace;
     let mut roots = vec![ws.join(".agent").join("skills"), ws.join(".claude").join("skills")];
     if let Some(c) = config_dir(warnings) {
@@ -271,12 +296,7 @@ fn load_skills_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<
     for root in roots {
         for s in skills::load_dir(&root, warnings) {
             if let Some(first) = list.iter().find(|k| k.name == s.name) {
-                warnings.push(format!(
-                    "skill `{}` in {} clashes with the skill of the same name in {}; the first one is kept (E7)",
-                    s.name,
-                    s.file.display(),
-                    first.file.display()
-                ));
+                warnings.push(name_clash("skill", &s.name, &s.file, &first.file));
                 continue;
             }
             list.push(s);
@@ -289,12 +309,17 @@ fn load_skills_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<
             .insert(format!("skill:{}", s.name), skill_fingerprint(s));
     }
     let index = skills::render_index(&list);
+    // S3
     for name in &index.left_out {
         if let Some(s) = list.iter().find(|s| &s.name == name) {
-            warnings.push(format!(
-                "skill `{name}` ({}) left out of the skills index: the index is limited to {} bytes (S3); it can still be loaded with skill(name)",
-                s.file.display(),
-                skills::MAX_INDEX_BYTES
+            warnings.push(Diagnostic::in_file(
+                DiagnosticKind::LeftOutOfIndex,
+                &s.file,
+                format!(
+                    "skill `{name}` left out of the skills index: the index is limited to {} bytes; it can \
+                     still be loaded with skill(name)",
+                    skills::MAX_INDEX_BYTES
+                ),
             ));
         }
     }
@@ -350,7 +375,7 @@ pub struct ReloadReport {
     pub added: Vec<String>,
     pub removed: Vec<String>,
     pub changed: Vec<String>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl ReloadReport {
@@ -462,6 +487,103 @@ pub fn summary_line(loaded: &Loaded) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rule id of `REQUIREMENTS.md` (E7, P2, …) as a word: never in text people read.
+    fn rule_ids(text: &str) -> Vec<String> {
+        let re = regex::Regex::new(r"\b[ESPMTADH][0-9]{1,2}\b").expect("valid regex");
+        re.find_iter(text).map(|m| m.as_str().to_string()).collect()
+    }
+
+    /// Each kind of name clash: typed, about the file that lost, naming the one that won, and
+    /// free of rule ids.
+    #[test]
+    fn name_clash_diagnostics_name_both_files_and_no_rule_ids() {
+        let (loser, winner) = (
+            Path::new("/cfg/plugins/b/plugin.json"),
+            Path::new("/ws/.agent/plugins/a/plugin.json"),
+        );
+        let mut clashes = vec![
+            name_clash("plugin", "jira", loser, winner),
+            name_clash("skill", "pdf", loser, winner),
+            name_clash("MCP server", "gh", loser, winner),
+        ];
+
+        // Sub-agent roles, from their loader.
+        let dirs = tempfile::tempdir().expect("tempdir");
+        let (first, second) = (dirs.path().join("ws"), dirs.path().join("cfg"));
+        for d in [&first, &second] {
+            std::fs::create_dir_all(d).expect("mkdir");
+            std::fs::write(d.join("dup.md"), "---\ndescription: a role\n---\nbody\n").expect("write");
+        }
+        let mut warnings = Vec::new();
+        crate::subagents::load_roles(&[first.clone(), second.clone()], &mut warnings);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        clashes.extend(warnings);
+
+        // Tools, from the registry's typed error.
+        let registry = Registry::new();
+        crate::builtin_tools::register_builtins(&registry, ToolsProfile::Minimal, &mut Vec::new());
+        let mut spec = registry.spec("grep").expect("grep is a built-in");
+        spec.source = cst_registry::ToolSource {
+            kind: SourceKind::Command,
+            owner: "b".into(),
+            file: Some(loser.to_path_buf()),
+        };
+        let runner = Arc::new(crate::command_tools::CommandTool {
+            argv: vec!["true".into()],
+            plugin_dir: PathBuf::from("/cfg/plugins/b"),
+        });
+        let clash = registry.register(spec, runner).expect_err("the name is taken");
+        clashes.push(clash.into());
+
+        // MCP servers, from the MCP config parser.
+        let source = |file: &Path| McpSource {
+            file: file.to_path_buf(),
+            servers: serde_json::json!({"gh": {"command": "gh-mcp"}}),
+            cwd_base: PathBuf::from("/ws"),
+            default_cwd: PathBuf::from("/ws"),
+            origin: Origin::ConfigDir,
+        };
+        let mut warnings = Vec::new();
+        crate::mcp::parse_sources(&[source(winner), source(loser)], &|_| None, &mut warnings);
+        clashes.extend(warnings);
+
+        for d in &clashes {
+            let text = d.to_string();
+            assert_eq!(d.kind, DiagnosticKind::NameClash, "{text}");
+            assert!(
+                text.contains("clashes") && text.contains("the first one is kept"),
+                "{text}"
+            );
+            assert!(rule_ids(&text).is_empty(), "rule ids {:?} in: {text}", rule_ids(&text));
+            let role_file = second.join("dup.md");
+            let (lost, won) = if d.file.as_deref() == Some(role_file.as_path()) {
+                (role_file, first.join("dup.md"))
+            } else {
+                (loser.to_path_buf(), winner.to_path_buf())
+            };
+            assert_eq!(
+                d.file.as_deref(),
+                Some(lost.as_path()),
+                "about the one that lost: {text}"
+            );
+            assert!(text.starts_with(&format!("{}: ", lost.display())), "{text}");
+            if d.message.starts_with("tool ") {
+                // A built-in has no file: the winner is named by its source.
+                assert!(text.contains("from builtin builtin"), "{text}");
+            } else {
+                assert!(
+                    d.message.contains(&won.display().to_string()),
+                    "names the winner: {text}"
+                );
+            }
+        }
+        assert_eq!(
+            clashes[0].to_string(),
+            "/cfg/plugins/b/plugin.json: plugin `jira` clashes with the plugin of the same name in \
+             /ws/.agent/plugins/a/plugin.json; the first one is kept"
+        );
+    }
 
     #[test]
     fn e9_summary_singular_and_plural() {

@@ -1,11 +1,12 @@
-//! `plugin.json` (rule P1): parsing and the checks every loader shares. Errors name the file and
-//! the rule, so a broken plugin is reported and the others keep loading.
+//! `plugin.json` (rule P1): parsing and the checks every loader shares. Errors name the file, so
+//! a broken plugin is reported and the others keep loading.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::Value;
 
+use cst_protocol::{Diagnostic, DiagnosticKind};
 use cst_registry::{timeout_from_secs, Perm};
 
 /// A plugin folder's `plugin.json`. Unknown keys are ignored so files written for other hosts load.
@@ -72,7 +73,7 @@ pub enum CommandLine {
     Shell(String),
 }
 
-/// A manifest error: always names the file, and the rule where there is one.
+/// A manifest error: always names the file.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{file}: {message}")]
 pub struct ManifestError {
@@ -89,6 +90,12 @@ impl ManifestError {
     }
 }
 
+impl From<ManifestError> for Diagnostic {
+    fn from(e: ManifestError) -> Self {
+        Diagnostic::in_file(DiagnosticKind::BrokenFile, e.file, e.message)
+    }
+}
+
 impl PluginManifest {
     /// Read and parse `plugin.json`; syntax errors carry the line and column.
     pub fn load(file: &Path) -> Result<Self, ManifestError> {
@@ -98,12 +105,14 @@ impl PluginManifest {
 
     pub fn parse(file: &Path, text: &str) -> Result<Self, ManifestError> {
         let m: PluginManifest = serde_json::from_str(text)
-            .map_err(|e| ManifestError::new(file, format!("not a valid plugin.json (P1): {e}")))?;
+            .map_err(|e| ManifestError::new(file, format!("not a valid plugin.json: {e}")))?;
+        // P1
         if m.name.trim().is_empty() {
-            return Err(ManifestError::new(file, "`name` is empty (P1)"));
+            return Err(ManifestError::new(file, "`name` is empty"));
         }
+        // P7
         if let Some(t) = m.timeout {
-            timeout_from_secs(Some(t)).map_err(|e| ManifestError::new(file, format!("`timeout`: {e} (P7)")))?;
+            timeout_from_secs(Some(t)).map_err(|e| ManifestError::new(file, format!("`timeout`: {e}")))?;
         }
         if let Some(mb) = m.limits.memory_mb {
             if mb == 0 || mb > 4096 {
@@ -136,10 +145,7 @@ impl CommandToolDecl {
             Some(p) => Perm::parse(p).ok_or_else(|| {
                 ManifestError::new(
                     file,
-                    format!(
-                        "tool `{}`: perm `{p}` is not one of read, write, net, shell (P6)",
-                        self.name
-                    ),
+                    format!("tool `{}`: perm `{p}` is not one of read, write, net, shell", self.name),
                 )
             }),
         }
@@ -147,7 +153,7 @@ impl CommandToolDecl {
 
     /// `timeout` as P7 says.
     pub fn timeout(&self, file: &Path) -> Result<std::time::Duration, ManifestError> {
-        timeout_from_secs(self.timeout).map_err(|e| ManifestError::new(file, format!("tool `{}`: {e} (P7)", self.name)))
+        timeout_from_secs(self.timeout).map_err(|e| ManifestError::new(file, format!("tool `{}`: {e}", self.name)))
     }
 }
 

@@ -13,10 +13,12 @@
 //!   is killed too, so nothing survives and a grandchild holding the pipe open cannot hang us;
 //! - a killed-by-signal exit is reported as `128 + signal`, as shells do; a timeout as 124 (P7).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+
+use cst_registry::Confinement;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -44,6 +46,19 @@ pub struct ProcessOutput {
     pub cancelled: bool,
 }
 
+/// [`ProcessSpec::sandbox`] for a call confined as the gate decided: the workspace whose writes
+/// Landlock keeps the process to, or `None` to run unconfined. Shared by every process runner
+/// (`run_shell`, command tools) so they cannot disagree.
+pub fn sandbox_dir(confinement: Confinement, workspace: &Path) -> Option<PathBuf> {
+    match confinement {
+        Confinement::LandlockWrites => Some(workspace.to_path_buf()),
+        Confinement::None => None,
+        // Never what the approval table gives a process; a gate that asks to keep paths in the
+        // workspace gets the nearest thing a process has.
+        Confinement::WorkspacePaths => Some(workspace.to_path_buf()),
+    }
+}
+
 /// Exit code reported after a timeout (P7).
 pub const TIMEOUT_EXIT_CODE: i32 = 124;
 
@@ -66,7 +81,7 @@ pub async fn run_captured(spec: ProcessSpec) -> std::io::Result<ProcessOutput> {
     let _ = spec;
     Err(std::io::Error::new(
         std::io::ErrorKind::Unsupported,
-        "native tool processes are POSIX-only (P12)",
+        "native tool processes are POSIX-only",
     ))
 }
 

@@ -1,10 +1,11 @@
 //! The contract between the core and its front ends (headless runner, TUI, `mcp serve`):
 //! operations in, events out, and the shared types they carry (permission categories, approval
-//! and question requests, reload results, diagnostics). Front ends never reach into the session
+//! and question requests, reload results, load diagnostics). Front ends never reach into the session
 //! otherwise. [`headless`] is the wire format of `cst-agent exec --json` and its JSON Schema.
 //! The lowest layer: it depends on nothing of ours.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -161,6 +162,85 @@ impl ReloadSummary {
     }
 }
 
+/// What kind of problem a [`Diagnostic`] reports, so a front end can group or mark them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiagnosticKind {
+    /// A file that cannot be read or parsed, or an entry in it that is invalid (plugin.json,
+    /// SKILL.md, a role file, mcp.json, an install record). What it declares, or that entry, is
+    /// skipped; the rest keeps loading.
+    BrokenFile,
+    /// Two skills, plugins, roles, MCP servers or tools of the same name: the first one is kept
+    /// (workspace, then config dir, then plugins) and the other is not loaded, never renamed.
+    NameClash,
+    /// Loaded, but left out of an index of the system prompt that has a size limit; it can still
+    /// be used by name.
+    LeftOutOfIndex,
+    /// A wasm component that was never installed or changed since: its tools are skipped until
+    /// `cst-agent plugins install` runs again.
+    NotInstalled,
+    /// The config dir or `settings.json` cannot be used (trust then counts as "not trusted").
+    Config,
+    /// An MCP server could not be reloaded or restarted.
+    McpServer,
+    /// Anything else worth telling (a tool name that was adjusted, a platform limit).
+    Other,
+}
+
+impl DiagnosticKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiagnosticKind::BrokenFile => "broken_file",
+            DiagnosticKind::NameClash => "name_clash",
+            DiagnosticKind::LeftOutOfIndex => "left_out_of_index",
+            DiagnosticKind::NotInstalled => "not_installed",
+            DiagnosticKind::Config => "config",
+            DiagnosticKind::McpServer => "mcp_server",
+            DiagnosticKind::Other => "other",
+        }
+    }
+}
+
+/// A problem found while loading or reloading extensions that did not stop the load. Displayed
+/// as `{file}: {message}`, or only the message when no file is concerned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    pub kind: DiagnosticKind,
+    /// The file the problem is in, or of the extension that was not loaded (on a name clash:
+    /// the one that lost).
+    pub file: Option<PathBuf>,
+    pub message: String,
+}
+
+impl Diagnostic {
+    /// A problem that concerns no single file.
+    pub fn new(kind: DiagnosticKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            file: None,
+            message: message.into(),
+        }
+    }
+
+    /// A problem in, or about, `file`.
+    pub fn in_file(kind: DiagnosticKind, file: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            file: Some(file.into()),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.file {
+            Some(file) => write!(f, "{}: {}", file.display(), self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
 /// A tool call the model asked for, as the transcript records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRequest {
@@ -294,7 +374,7 @@ pub enum Event {
     Reloaded {
         what: ReloadTarget,
         summary: ReloadSummary,
-        warnings: Vec<String>,
+        warnings: Vec<Diagnostic>,
     },
     /// A problem that did not end the turn (a retry, a broken extension file).
     Warning {
@@ -336,4 +416,27 @@ pub enum Event {
     },
     /// The session is over; no more events follow.
     SessionClosed,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diagnostic_reads_as_file_then_message() {
+        let d = Diagnostic::in_file(
+            DiagnosticKind::BrokenFile,
+            "/cfg/plugins/x/plugin.json",
+            "`name` is empty",
+        );
+        assert_eq!(d.to_string(), "/cfg/plugins/x/plugin.json: `name` is empty");
+        let d = Diagnostic::new(DiagnosticKind::Config, "config dir: no home directory");
+        assert_eq!(d.to_string(), "config dir: no home directory");
+        // Front ends get the kind as a stable snake_case name.
+        assert_eq!(
+            serde_json::to_value(&d).ok(),
+            Some(serde_json::json!({"kind": "config", "file": null, "message": "config dir: no home directory"}))
+        );
+        assert_eq!(DiagnosticKind::LeftOutOfIndex.as_str(), "left_out_of_index");
+    }
 }

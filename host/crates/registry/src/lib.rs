@@ -24,6 +24,7 @@ use schema::InputSchema;
 
 /// The permission category lives in the protocol: approval requests carry it to front ends.
 pub use cst_protocol::Perm;
+use cst_protocol::{Diagnostic, DiagnosticKind};
 
 /// Default per-call time limit (P7).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -89,6 +90,12 @@ pub struct ToolSpec {
     pub source: ToolSource,
     #[serde(serialize_with = "ser_secs")]
     pub timeout: Duration,
+    /// What this tool's runner enforces when the approval table confines a call: the built-in
+    /// file tools check paths, native processes get Landlock; `None` for tools nothing more can
+    /// confine (a wasm component reaches only its granted capabilities anyway; an MCP server is
+    /// a process the user configured; `ask_user`, `skill`, `task`). Not part of `tools list`.
+    #[serde(skip)]
+    pub confine_with: Confinement,
 }
 
 fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -146,11 +153,13 @@ impl ToolScope {
     /// `Err(reason)` when the caller may not use `spec`.
     pub fn permits(&self, spec: &ToolSpec) -> Result<(), String> {
         if self.never.contains(&spec.name) {
-            return Err(format!("`{}` is never available to a sub-agent (A2)", spec.name));
+            // A2: `task` and `ask_user` (the rule ids stay out of what people read).
+            return Err(format!("`{}` is never available to a sub-agent", spec.name));
         }
+        // A3: no write or shell tools for a read-only role.
         if self.readonly && !crate::readonly_allows(spec) {
             return Err(format!(
-                "the {} is read-only: `{}` is a {} tool{} (A3)",
+                "the {} is read-only: `{}` is a {} tool{}",
                 self.who,
                 spec.name,
                 spec.perm,
@@ -184,12 +193,32 @@ pub fn readonly_allows(spec: &ToolSpec) -> bool {
     }
 }
 
+/// What an allowed call is confined to, as the permission gate decides it from the approval
+/// mode and the permission category (the table is in `cst_core::approvals` and
+/// `docs/approvals.md`). Each variant names one mechanism; the real gate hands a tool only `None`
+/// or its own [`ToolSpec::confine_with`], and each runner says what it does with the others.
+///
+/// No `Default`: every tool source and every gate states it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confinement {
+    /// Nothing beyond the tool's own limits (time limit, output cap, a wasm component's
+    /// capabilities).
+    None,
+    /// Built-in file tools: every path must resolve, symlinks followed, inside the workspace.
+    WorkspacePaths,
+    /// Native processes (`run_shell`, plugin.json command tools): the Landlock write sandbox
+    /// (P11), so the process and its children write only to the workspace and temp dirs; reads,
+    /// execution and the network stay open. Where the system has no Landlock the process runs
+    /// unconfined.
+    LandlockWrites,
+}
+
 /// The answer of the permission gate for one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    /// Run it; `sandboxed` asks the runner to confine a shell command (P11).
+    /// Run it, under `confinement`.
     Allow {
-        sandboxed: bool,
+        confinement: Confinement,
     },
     Deny {
         reason: String,
@@ -206,8 +235,8 @@ pub struct Invocation<'a> {
     pub spec: &'a ToolSpec,
     pub args: &'a Value,
     pub ctx: &'a ToolContext,
-    /// Run the command under the shell sandbox (P11), as decided by the gate.
-    pub sandboxed: bool,
+    /// What the call is confined to, as the gate decided (see [`Confinement`]).
+    pub confinement: Confinement,
 }
 
 /// How a tool failed, as a runner reports it.
@@ -256,11 +285,34 @@ impl CallError {
 
 /// Refused registration: the name is taken (E7: the first wins).
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("tool `{name}` from {loser} clashes with the tool of the same name from {winner}; the first one is kept")]
+#[error("tool `{name}` from {} clashes with the tool of the same name from {winner}; the first one is kept", .loser.describe())]
 pub struct NameClash {
     pub name: String,
+    /// Where the tool that keeps the name comes from ([`ToolSource::describe`]).
     pub winner: String,
-    pub loser: String,
+    /// Where the refused tool comes from; its file is what the diagnostic is about.
+    pub loser: ToolSource,
+}
+
+impl From<NameClash> for Diagnostic {
+    /// About the refused tool's file when it has one (that file is then not repeated in the
+    /// message), else the whole sentence.
+    fn from(clash: NameClash) -> Self {
+        match &clash.loser.file {
+            Some(file) => Diagnostic::in_file(
+                DiagnosticKind::NameClash,
+                file.clone(),
+                format!(
+                    "tool `{}` from {} {} clashes with the tool of the same name from {}; the first one is kept",
+                    clash.name,
+                    clash.loser.kind.as_str(),
+                    clash.loser.owner,
+                    clash.winner
+                ),
+            ),
+            None => Diagnostic::new(DiagnosticKind::NameClash, clash.to_string()),
+        }
+    }
 }
 
 struct Entry {
@@ -289,7 +341,7 @@ impl Registry {
             return Err(NameClash {
                 name: spec.name.clone(),
                 winner: existing.spec.source.describe(),
-                loser: spec.source.describe(),
+                loser: spec.source.clone(),
             });
         }
         tools.insert(
@@ -380,10 +432,16 @@ impl Registry {
             }
         }
 
-        let sandboxed = match &ctx.gate {
-            None => false,
+        let confinement = match &ctx.gate {
+            // No gate: the user runs the tool directly (`cst-agent tools call`). File tools still
+            // keep to the workspace, so a typo cannot write elsewhere; a process runs as the
+            // user's own shell would.
+            None => match spec.confine_with {
+                Confinement::WorkspacePaths => Confinement::WorkspacePaths,
+                Confinement::None | Confinement::LandlockWrites => Confinement::None,
+            },
             Some(gate) => match gate.check(spec, &args).await {
-                Decision::Allow { sandboxed } => sandboxed,
+                Decision::Allow { confinement } => confinement,
                 Decision::Deny { reason } => {
                     return Err(CallError::Denied {
                         tool: name.to_string(),
@@ -397,7 +455,7 @@ impl Registry {
             spec,
             args: &args,
             ctx,
-            sandboxed,
+            confinement,
         });
         // Runners enforce their own deadline precisely (process-group kill, epoch trap, MCP
         // cancel); this is the backstop for one that does not return in time.

@@ -25,7 +25,7 @@ impl Capabilities {
                 "workspace-write" => caps.workspace_write = true,
                 "network" => {
                     return Err(
-                        "capability `network` is not implemented yet (outgoing HTTP for wasm plugins may come later); remove it (D13)"
+                        "capability `network` is not implemented yet (outgoing HTTP for wasm plugins may come later); remove it"
                             .into(),
                     )
                 }
@@ -37,12 +37,12 @@ impl Capabilities {
                     }
                     Some(name) => {
                         return Err(format!(
-                            "capability `{other}`: `{name}` is not a valid environment variable name (D13)"
+                            "capability `{other}`: `{name}` is not a valid environment variable name"
                         ))
                     }
                     None => {
                         return Err(format!(
-                            "unknown capability `{other}`; known: {} (D13)",
+                            "unknown capability `{other}`; known: {}",
                             KNOWN.join(", ")
                         ))
                     }

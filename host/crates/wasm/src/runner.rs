@@ -17,7 +17,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::{cache, engine, inspect, Capabilities, DEFAULT_MEMORY_MB};
-use cst_registry::{Failure, Invocation, Perm, ToolRunner};
+use cst_registry::{Confinement, Failure, Invocation, Perm, ToolRunner};
 
 /// Host bindings of `wit/v0.1.0`.
 pub(crate) mod bindings {
@@ -384,6 +384,11 @@ pub struct WasmToolRunner {
 impl ToolRunner for WasmToolRunner {
     fn run<'a>(&'a self, call: Invocation<'a>) -> BoxFuture<'a, Result<String, Failure>> {
         Box::pin(async move {
+            match call.confinement {
+                // Whatever the gate decided, a component reaches only what its capabilities
+                // pre-open (at most the workspace); there is nothing more to confine.
+                Confinement::None | Confinement::WorkspacePaths | Confinement::LandlockWrites => {}
+            }
             let args = serde_json::to_string(call.args).map_err(|e| failed(format!("cannot encode arguments: {e}")))?;
             self.plugin
                 .call(&call.spec.name, &args, &call.ctx.workspace, call.spec.timeout)

@@ -6,9 +6,9 @@
 //! and discovery adds `skill` and the extensions.
 //!
 //! File tools resolve paths against the workspace and refuse paths outside it (after resolving
-//! symlinks) unless the permission gate allowed leaving it (`--approval full`): the gate's
-//! `Decision::Allow { sandboxed }` means "confined" for them, and a call with no gate at all
-//! (the user's own `tools call`) is confined too.
+//! symlinks) when the call's [`Confinement`] is `WorkspacePaths`: the gate gives that in every
+//! approval mode but `full`, and the registry gives it to a call with no gate at all (the user's
+//! own `tools call`). `run_shell` is a process: it gets `LandlockWrites` (`shell.rs`).
 
 mod fs;
 mod shell;
@@ -21,7 +21,10 @@ use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
 use cst_config::ToolsProfile;
-use cst_registry::{Failure, Invocation, Perm, Registry, ToolRunner, ToolSource, ToolSpec, DEFAULT_TIMEOUT};
+use cst_protocol::Diagnostic;
+use cst_registry::{
+    Confinement, Failure, Invocation, Perm, Registry, ToolRunner, ToolSource, ToolSpec, DEFAULT_TIMEOUT,
+};
 
 /// Names of the built-ins in the `minimal` profile.
 pub const MINIMAL: &[&str] = &["read_file", "write_file", "edit_file", "list", "grep", "run_shell"];
@@ -97,10 +100,14 @@ pub(crate) struct Scope {
 impl Scope {
     fn of(call: &Invocation<'_>) -> Self {
         let workspace = std::fs::canonicalize(&call.ctx.workspace).unwrap_or_else(|_| call.ctx.workspace.clone());
-        Self {
-            workspace,
-            confined: call.sandboxed || call.ctx.gate.is_none(),
-        }
+        let confined = match call.confinement {
+            Confinement::WorkspacePaths => true,
+            Confinement::None => false,
+            // Never what the approval table gives a file tool; a gate that asks for the process
+            // sandbox wants writes kept in the workspace, and checking paths is how we do that.
+            Confinement::LandlockWrites => true,
+        };
+        Self { workspace, confined }
     }
 
     /// Resolve `path` (relative to the workspace) and check it stays inside when confined.
@@ -166,6 +173,23 @@ fn spec(name: &str, description: &str, perm: Perm, schema: Value, timeout: Durat
         perm,
         source: ToolSource::builtin(),
         timeout,
+        confine_with: Confinement::None,
+    }
+}
+
+/// [`spec`] for a file tool: confining it checks its paths.
+fn file_spec(name: &str, description: &str, perm: Perm, schema: Value, timeout: Duration) -> ToolSpec {
+    ToolSpec {
+        confine_with: Confinement::WorkspacePaths,
+        ..spec(name, description, perm, schema, timeout)
+    }
+}
+
+/// [`spec`] for a tool that runs a process: confining it is the Landlock write sandbox.
+fn process_spec(name: &str, description: &str, perm: Perm, schema: Value, timeout: Duration) -> ToolSpec {
+    ToolSpec {
+        confine_with: Confinement::LandlockWrites,
+        ..spec(name, description, perm, schema, timeout)
     }
 }
 
@@ -174,7 +198,7 @@ fn all() -> Vec<(ToolSpec, Kind)> {
     let path = json!({"type": "string", "description": "File path, relative to the workspace root"});
     vec![
         (
-            spec(
+            file_spec(
                 "read_file",
                 "Read a text file. Optional `offset` (first line, 1-based) and `limit` (number of lines).",
                 Perm::Read,
@@ -186,7 +210,7 @@ fn all() -> Vec<(ToolSpec, Kind)> {
             Kind::ReadFile,
         ),
         (
-            spec(
+            file_spec(
                 "write_file",
                 "Create or overwrite a file with `content` (parent folders are created).",
                 Perm::Write,
@@ -197,7 +221,7 @@ fn all() -> Vec<(ToolSpec, Kind)> {
             Kind::WriteFile,
         ),
         (
-            spec(
+            file_spec(
                 "edit_file",
                 "Replace `old_text` with `new_text` in a file. `old_text` must occur exactly once; include \
                  enough surrounding lines to make it unique.",
@@ -210,7 +234,7 @@ fn all() -> Vec<(ToolSpec, Kind)> {
             Kind::EditFile,
         ),
         (
-            spec(
+            file_spec(
                 "list",
                 "List files matching a glob (default `**/*`) under `path` (default the workspace root). \
                  Folders end with `/`; `.git` is skipped.",
@@ -223,7 +247,7 @@ fn all() -> Vec<(ToolSpec, Kind)> {
             Kind::List,
         ),
         (
-            spec(
+            file_spec(
                 "grep",
                 "Search files for a regular expression; prints `path:line:text`. Optional `path` (file or \
                  folder) and `glob` filter on file paths.",
@@ -236,7 +260,7 @@ fn all() -> Vec<(ToolSpec, Kind)> {
             Kind::Grep,
         ),
         (
-            spec(
+            process_spec(
                 "run_shell",
                 "Run a shell command (`sh -c`) in the workspace root; prints stdout and stderr. A non-zero exit \
                  is a failure. `timeout_secs` defaults to 120 (at most 600).",
@@ -266,13 +290,13 @@ fn all() -> Vec<(ToolSpec, Kind)> {
 
 /// Register the built-ins of `profile` (called first by `discovery::load`, so built-ins win a
 /// name clash with an extension).
-pub fn register_builtins(registry: &Registry, profile: ToolsProfile, warnings: &mut Vec<String>) {
+pub fn register_builtins(registry: &Registry, profile: ToolsProfile, warnings: &mut Vec<Diagnostic>) {
     for (spec, kind) in all() {
         if profile == ToolsProfile::Minimal && !MINIMAL.contains(&spec.name.as_str()) {
             continue;
         }
-        if let Err(e) = registry.register(spec, Arc::new(Builtin(kind))) {
-            warnings.push(e.to_string());
+        if let Err(clash) = registry.register(spec, Arc::new(Builtin(kind))) {
+            warnings.push(clash.into());
         }
     }
     if profile == ToolsProfile::Default {

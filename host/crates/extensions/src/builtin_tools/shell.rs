@@ -1,5 +1,6 @@
 //! run_shell: `sh -c COMMAND` in the workspace through the shared process runner
-//! (`process::run_captured`: process group, deadline, cancellation, sandbox when the gate says so).
+//! (`process::run_captured`: process group, deadline, cancellation, the Landlock write sandbox
+//! when the gate's confinement asks for it).
 
 use std::time::Duration;
 
@@ -28,7 +29,7 @@ pub async fn run_shell(call: &Invocation<'_>) -> Result<String, Failure> {
         env: vec![("CST_WORKSPACE".into(), workspace.display().to_string())],
         stdin: Vec::new(),
         timeout,
-        sandbox: call.sandboxed.then(|| workspace.clone()),
+        sandbox: crate::process::sandbox_dir(call.confinement, &workspace),
         cancel: call.ctx.cancel.clone(),
     };
     let out = run_captured(spec)

@@ -16,7 +16,10 @@ use futures::future::BoxFuture;
 
 use crate::plugin_manifest::{CommandLine, PluginManifest};
 use crate::process::{run_captured, ProcessSpec};
-use cst_registry::{sanitize_tool_name, Failure, Invocation, Registry, SourceKind, ToolRunner, ToolSource, ToolSpec};
+use cst_protocol::{Diagnostic, DiagnosticKind};
+use cst_registry::{
+    sanitize_tool_name, Confinement, Failure, Invocation, Registry, SourceKind, ToolRunner, ToolSource, ToolSpec,
+};
 
 /// Runs one declared command.
 pub struct CommandTool {
@@ -64,7 +67,7 @@ impl ToolRunner for CommandTool {
                 ],
                 stdin,
                 timeout: call.spec.timeout,
-                sandbox: call.sandboxed.then(|| ws.clone()),
+                sandbox: crate::process::sandbox_dir(call.confinement, ws),
                 cancel: call.ctx.cancel.clone(),
             };
             let out = run_captured(spec).await.map_err(|e| Failure::Failed {
@@ -107,49 +110,50 @@ pub fn register_all(
     dir: &Path,
     file: &Path,
     registry: &Registry,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Diagnostic>,
 ) -> Vec<String> {
     let mut names = Vec::new();
     if manifest.tools.is_empty() {
         return names;
     }
+    // P12
     if !cfg!(unix) {
-        warnings.push(format!(
-            "{}: {} command tool(s) skipped: plugin.json command tools run only on POSIX systems (P12); wasm tools still load",
-            file.display(),
-            manifest.tools.len()
+        warnings.push(Diagnostic::in_file(
+            DiagnosticKind::Other,
+            file,
+            format!(
+                "{} command tool(s) skipped: plugin.json command tools run only on POSIX systems; wasm tools still load",
+                manifest.tools.len()
+            ),
         ));
         return names;
     }
+    let broken = |message: String| Diagnostic::in_file(DiagnosticKind::BrokenFile, file, message);
     // Relative paths in `command` resolve against the real folder, so use its absolute path.
     let dir_abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     for decl in &manifest.tools {
         let name = sanitize_tool_name(&decl.name);
         if name.is_empty() {
-            warnings.push(format!("{}: a tool has an empty name (P2); skipped", file.display()));
+            warnings.push(broken("a tool has an empty name; skipped".into()));
             continue;
         }
         let perm = match decl.perm(file) {
             Ok(p) => p,
             Err(e) => {
-                warnings.push(format!("{e}; tool skipped"));
+                warnings.push(broken(format!("{}; tool skipped", e.message)));
                 continue;
             }
         };
         let timeout = match decl.timeout(file) {
             Ok(t) => t,
             Err(e) => {
-                warnings.push(format!("{e}; tool skipped"));
+                warnings.push(broken(format!("{}; tool skipped", e.message)));
                 continue;
             }
         };
         let argv = resolve_command(&decl.command, &dir_abs);
         if argv.first().is_none_or(|a| a.is_empty()) {
-            warnings.push(format!(
-                "{}: tool `{}` has an empty `command` (P4); skipped",
-                file.display(),
-                decl.name
-            ));
+            warnings.push(broken(format!("tool `{}` has an empty `command`; skipped", decl.name)));
             continue;
         }
         let spec = ToolSpec {
@@ -163,6 +167,8 @@ pub fn register_all(
                 file: Some(file.to_path_buf()),
             },
             timeout,
+            // A native process: confining it is the Landlock write sandbox.
+            confine_with: Confinement::LandlockWrites,
         };
         let runner = Arc::new(CommandTool {
             argv,
@@ -170,16 +176,21 @@ pub fn register_all(
         });
         match registry.register(spec, runner) {
             Ok(()) => {
+                // P2
                 if name != decl.name {
-                    warnings.push(format!(
-                        "{}: tool name `{}` registered as `{name}` (P2: only [A-Za-z0-9_-], at most 63 bytes)",
-                        file.display(),
-                        decl.name
+                    warnings.push(Diagnostic::in_file(
+                        DiagnosticKind::Other,
+                        file,
+                        format!(
+                            "tool name `{}` registered as `{name}` (only [A-Za-z0-9_-], at most 63 bytes)",
+                            decl.name
+                        ),
                     ));
                 }
                 names.push(name);
             }
-            Err(clash) => warnings.push(format!("{clash} (E7, P2)")),
+            // E7, P2: the first tool keeps the name; this one is not renamed.
+            Err(clash) => warnings.push(clash.into()),
         }
     }
     names

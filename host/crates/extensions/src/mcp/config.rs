@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use cst_config::{McpSource, Origin};
+use cst_protocol::{Diagnostic, DiagnosticKind};
 
 /// Default time for the handshake plus the whole `tools/list` (M7).
 pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -70,7 +71,7 @@ pub enum ServerKind {
     Start(ServerConfig),
     /// `disabled: true` (M5).
     Disabled,
-    /// Cannot be started; the reason names the file and the rule.
+    /// Cannot be started; the reason names the file.
     Invalid(String),
 }
 
@@ -83,26 +84,21 @@ pub struct ParsedServer {
     pub kind: ServerKind,
 }
 
-/// Read an mcp.json file into an [`McpSource`] (E5). `Ok(None)` when the file does not exist.
-/// Relative `cwd` values and servers without `cwd` use the workspace (M4).
-pub fn read_mcp_json(path: &Path, origin: Origin, workspace: &Path) -> Result<Option<McpSource>, String> {
+/// Read an mcp.json file into an [`McpSource`] (E5, M1). `Ok(None)` when the file does not
+/// exist. Relative `cwd` values and servers without `cwd` use the workspace (M4).
+pub fn read_mcp_json(path: &Path, origin: Origin, workspace: &Path) -> Result<Option<McpSource>, Diagnostic> {
+    let broken = |message: String| Diagnostic::in_file(DiagnosticKind::BrokenFile, path, message);
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: cannot read: {e}", path.display())),
+        Err(e) => return Err(broken(format!("cannot read: {e}"))),
     };
-    let value: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON (M1): {e}", path.display()))?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| broken(format!("not valid JSON: {e}")))?;
     let servers = match value.get("mcpServers") {
         Some(s @ Value::Object(_)) => s.clone(),
-        Some(_) => return Err(format!("{}: `mcpServers` must be an object (M1)", path.display())),
+        Some(_) => return Err(broken("`mcpServers` must be an object".into())),
         None if value.is_object() => Value::Object(Map::new()),
-        None => {
-            return Err(format!(
-                "{}: must be a JSON object with `mcpServers` (M1)",
-                path.display()
-            ))
-        }
+        None => return Err(broken("must be a JSON object with `mcpServers`".into())),
     };
     Ok(Some(McpSource {
         file: path.to_path_buf(),
@@ -118,24 +114,28 @@ pub fn read_mcp_json(path: &Path, origin: Origin, workspace: &Path) -> Result<Op
 pub fn parse_sources(
     sources: &[McpSource],
     env: &dyn Fn(&str) -> Option<String>,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Diagnostic>,
 ) -> Vec<ParsedServer> {
     let mut out: Vec<ParsedServer> = Vec::new();
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
     for source in sources {
         let Value::Object(servers) = &source.servers else {
-            warnings.push(format!(
-                "{}: `mcpServers` must be an object (M1)",
-                source.file.display()
+            warnings.push(Diagnostic::in_file(
+                DiagnosticKind::BrokenFile,
+                &source.file,
+                "`mcpServers` must be an object",
             ));
             continue;
         };
         for (name, entry) in servers {
             if let Some(first) = seen.get(name) {
-                warnings.push(format!(
-                    "MCP server `{name}` in {} clashes with the one in {}; the first one is kept (E7)",
-                    source.file.display(),
-                    first.display()
+                warnings.push(Diagnostic::in_file(
+                    DiagnosticKind::NameClash,
+                    &source.file,
+                    format!(
+                        "MCP server `{name}` clashes with the one in {}; the first one is kept",
+                        first.display()
+                    ),
                 ));
                 continue;
             }
@@ -155,6 +155,8 @@ pub fn parse_sources(
     out
 }
 
+/// One server entry. The checks follow M1 (shape), M2 (`command`, `args`, no `url`), M3 (`env`,
+/// `${NAME}`), M4 (`cwd`), M5 (`disabled`) and M6 (`autoApprove`).
 fn parse_entry(
     name: &str,
     entry: &Value,
@@ -162,14 +164,14 @@ fn parse_entry(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ServerKind, String> {
     let Value::Object(obj) = entry else {
-        return Err("must be an object (M1)".into());
+        return Err("must be an object".into());
     };
     if obj.get("disabled").and_then(Value::as_bool) == Some(true) {
         return Ok(ServerKind::Disabled);
     }
     if let Some(d) = obj.get("disabled") {
         if !d.is_boolean() {
-            return Err("`disabled` must be true or false (M5)".into());
+            return Err("`disabled` must be true or false".into());
         }
     }
     let remote_type = matches!(
@@ -177,15 +179,15 @@ fn parse_entry(
         Some("http" | "sse" | "streamable-http" | "streamableHttp")
     );
     if obj.contains_key("url") || remote_type {
-        return Err("mcp.json supports stdio servers only; `url` servers are not started (M2)".into());
+        return Err("mcp.json supports stdio servers only; `url` servers are not started".into());
     }
     if name.is_empty() {
-        return Err("the server name is empty (M1)".into());
+        return Err("the server name is empty".into());
     }
     let command = match obj.get("command") {
         Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
-        Some(_) => return Err("`command` must be a non-empty string (M2)".into()),
-        None => return Err("`command` is missing (M2)".into()),
+        Some(_) => return Err("`command` must be a non-empty string".into()),
+        None => return Err("`command` is missing".into()),
     };
     let mut args = Vec::new();
     match obj.get("args") {
@@ -193,12 +195,12 @@ fn parse_entry(
         Some(Value::Array(items)) => {
             for (i, a) in items.iter().enumerate() {
                 let Some(s) = a.as_str() else {
-                    return Err(format!("`args[{i}]` must be a string (M2)"));
+                    return Err(format!("`args[{i}]` must be a string"));
                 };
                 args.push(expand_vars(s, env).map_err(|var| missing_var(&var, &format!("args[{i}]")))?);
             }
         }
-        Some(_) => return Err("`args` must be an array of strings (M2)".into()),
+        Some(_) => return Err("`args` must be an array of strings".into()),
     }
     let mut env_pairs = Vec::new();
     match obj.get("env") {
@@ -206,13 +208,13 @@ fn parse_entry(
         Some(Value::Object(map)) => {
             for (k, v) in map {
                 let Some(s) = v.as_str() else {
-                    return Err(format!("`env.{k}` must be a string (M3)"));
+                    return Err(format!("`env.{k}` must be a string"));
                 };
                 let value = expand_vars(s, env).map_err(|var| missing_var(&var, &format!("env.{k}")))?;
                 env_pairs.push((k.clone(), value));
             }
         }
-        Some(_) => return Err("`env` must be an object of strings (M3)".into()),
+        Some(_) => return Err("`env` must be an object of strings".into()),
     }
     let cwd = match obj.get("cwd") {
         None | Some(Value::Null) => source.default_cwd.clone(),
@@ -224,7 +226,7 @@ fn parse_entry(
                 source.cwd_base.join(p)
             }
         }
-        Some(_) => return Err("`cwd` must be a string (M4)".into()),
+        Some(_) => return Err("`cwd` must be a string".into()),
     };
     let auto_approve = match obj.get("autoApprove") {
         None | Some(Value::Null) | Some(Value::Bool(false)) => AutoApprove::None,
@@ -233,13 +235,13 @@ fn parse_entry(
             let mut set = BTreeSet::new();
             for (i, t) in items.iter().enumerate() {
                 let Some(s) = t.as_str() else {
-                    return Err(format!("`autoApprove[{i}]` must be a tool name (M6)"));
+                    return Err(format!("`autoApprove[{i}]` must be a tool name"));
                 };
                 set.insert(s.to_string());
             }
             AutoApprove::Tools(set)
         }
-        Some(_) => return Err("`autoApprove` must be true, false or a list of tool names (M6)".into()),
+        Some(_) => return Err("`autoApprove` must be true, false or a list of tool names".into()),
     };
     let start_timeout = secs_field(obj, "startTimeout", DEFAULT_START_TIMEOUT)?;
     let call_timeout = secs_field(obj, "callTimeout", DEFAULT_CALL_TIMEOUT)?;
@@ -271,7 +273,7 @@ fn secs_field(obj: &Map<String, Value>, key: &str, default: Duration) -> Result<
 }
 
 fn missing_var(var: &str, field: &str) -> String {
-    format!("environment variable `{var}` used in `{field}` is not set (M3)")
+    format!("environment variable `{var}` used in `{field}` is not set")
 }
 
 /// Replace every `${NAME}` with the variable's value. A missing variable is an error naming it
@@ -378,16 +380,15 @@ mod tests {
         assert!(!ok.auto_approve.covers("other", "mcp__ok__other"));
         assert_eq!(by("off"), ServerKind::Disabled);
         let ServerKind::Invalid(r) = by("web") else { panic!() };
-        assert!(r.contains("stdio servers only") && r.contains("M2"), "{r}");
+        assert!(r.contains("stdio servers only") && r.contains("`url`"), "{r}");
         let ServerKind::Invalid(r) = by("miss") else { panic!() };
         assert!(r.contains("`NOPE`") && r.contains("env.K"), "{r}");
         let ServerKind::Start(b) = by("b") else { panic!() };
         assert_eq!(b.auto_approve, AutoApprove::All);
         assert_eq!(warnings.len(), 1);
-        assert!(
-            warnings[0].contains("/cfg/mcp.json") && warnings[0].contains("/ws/.agent/mcp.json"),
-            "{warnings:?}"
-        );
+        assert_eq!(warnings[0].kind, DiagnosticKind::NameClash);
+        let w = warnings[0].to_string();
+        assert!(w.contains("/cfg/mcp.json") && w.contains("/ws/.agent/mcp.json"), "{w}");
         assert_eq!(parsed.len(), 5);
     }
 }

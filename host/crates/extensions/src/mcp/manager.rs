@@ -15,7 +15,10 @@ use super::config::{ParsedServer, ServerConfig, ServerKind};
 use super::result::render;
 use super::transport::{connect, Connection};
 use cst_config::Origin;
-use cst_registry::{fit_tool_name, Failure, Invocation, Perm, Registry, SourceKind, ToolRunner, ToolSource, ToolSpec};
+use cst_protocol::Diagnostic;
+use cst_registry::{
+    fit_tool_name, Confinement, Failure, Invocation, Perm, Registry, SourceKind, ToolRunner, ToolSource, ToolSpec,
+};
 
 /// A server's state (M11, M12).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -85,7 +88,7 @@ struct SlotState {
     tools: Vec<String>,
     /// Tool-name clashes of the current registration. Per server so that a reload does not
     /// repeat them and a removed server does not leave them behind.
-    warnings: Vec<String>,
+    warnings: Vec<Diagnostic>,
 }
 
 /// One configured server. Its config never changes: a changed server gets a new slot.
@@ -247,7 +250,7 @@ impl McpManager {
     }
 
     /// Tool-name clashes and other problems found while registering (each names the server).
-    pub fn warnings(&self) -> Vec<String> {
+    pub fn warnings(&self) -> Vec<Diagnostic> {
         self.slots()
             .iter()
             .flat_map(|slot| slot.lock().warnings.clone())
@@ -418,7 +421,7 @@ impl McpManager {
         cfg: &ServerConfig,
         conn: &Arc<Connection>,
         tools: Vec<rmcp::model::Tool>,
-    ) -> (Vec<String>, Vec<String>) {
+    ) -> (Vec<String>, Vec<Diagnostic>) {
         let server = &slot.parsed.name;
         let mut names = Vec::new();
         let mut warnings = Vec::new();
@@ -447,6 +450,8 @@ impl McpManager {
                     file: Some(slot.parsed.file.clone()),
                 },
                 timeout: cfg.call_timeout,
+                // The server is a process the user configured; the host does not confine it.
+                confine_with: Confinement::None,
             };
             let runner = Arc::new(McpToolRunner {
                 server: server.clone(),
@@ -457,7 +462,11 @@ impl McpManager {
             });
             match self.inner.registry.register(spec, runner) {
                 Ok(()) => names.push(registered),
-                Err(clash) => warnings.push(format!("MCP server `{server}`: {clash}")),
+                Err(clash) => {
+                    let mut d = Diagnostic::from(clash);
+                    d.message = format!("MCP server `{server}`: {}", d.message);
+                    warnings.push(d);
+                }
             }
         }
         (names, warnings)
@@ -526,6 +535,11 @@ impl McpToolRunner {
 impl ToolRunner for McpToolRunner {
     fn run<'a>(&'a self, call: Invocation<'a>) -> BoxFuture<'a, Result<String, Failure>> {
         Box::pin(async move {
+            match call.confinement {
+                // The call runs in the server, a process the user configured and the host does
+                // not confine; the gate's approval is all there is.
+                Confinement::None | Confinement::WorkspacePaths | Confinement::LandlockWrites => {}
+            }
             let Some(conn) = self.conn.upgrade() else {
                 return Err(failed(self.exited_message(None)));
             };

@@ -22,11 +22,12 @@ pub use config::{parse_sources, read_mcp_json, ParsedServer, ServerKind};
 pub use manager::{McpChanges, McpManager, ServerInfo, ServerStatus};
 
 use cst_config::McpSource;
+use cst_protocol::Diagnostic;
 use cst_registry::Registry;
 
 /// Parse `sources` (in precedence order) with the current environment, and start every server
 /// in the background. Config problems (E7 clashes, broken files) go to `warnings`.
-pub fn start(registry: Arc<Registry>, sources: &[McpSource], warnings: &mut Vec<String>) -> McpManager {
+pub fn start(registry: Arc<Registry>, sources: &[McpSource], warnings: &mut Vec<Diagnostic>) -> McpManager {
     let parsed = parse_sources(sources, &config::process_env, warnings);
     let manager = McpManager::new(registry, parsed);
     manager.start_all();
@@ -36,7 +37,7 @@ pub fn start(registry: Arc<Registry>, sources: &[McpSource], warnings: &mut Vec<
 /// Re-read `sources` (the mcp.json files and plugins' servers, in precedence order) and bring
 /// `manager` in line with them (E8 `/mcp reload`): added servers start, removed ones stop,
 /// changed ones restart and unchanged ones keep running. See [`McpManager::apply`].
-pub async fn reload_sources(manager: &McpManager, sources: &[McpSource], warnings: &mut Vec<String>) -> McpChanges {
+pub async fn reload_sources(manager: &McpManager, sources: &[McpSource], warnings: &mut Vec<Diagnostic>) -> McpChanges {
     // Parsed to completion before the await: `parse_sources` borrows `warnings` only here.
     let parsed = parse_sources(sources, &config::process_env, warnings);
     manager.apply(parsed).await

@@ -222,7 +222,7 @@ type Pipes = (
 
 fn spawn_stdio(cfg: &StdioConfig) -> Result<Pipes, String> {
     if !cfg.cwd.is_dir() {
-        return Err(format!("working directory {} does not exist (M4)", cfg.cwd.display()));
+        return Err(format!("working directory {} does not exist", cfg.cwd.display()));
     }
     let program = resolve_program(&cfg.command, &cfg.cwd)?;
     let mut cmd = tokio::process::Command::new(&program);
@@ -267,5 +267,5 @@ fn resolve_program(command: &str, cwd: &Path) -> Result<PathBuf, String> {
     }
     rmcp::transport::which_command(command)
         .map(|c| PathBuf::from(c.as_std().get_program()))
-        .map_err(|_| format!("command `{command}` not found on PATH (M2)"))
+        .map_err(|_| format!("command `{command}` not found on PATH"))
 }

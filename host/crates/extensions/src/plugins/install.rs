@@ -95,7 +95,7 @@ pub fn wasm_decl(dir: &Path, manifest_file: &Path, m: &PluginManifest) -> Result
         if !m.capabilities.is_empty() {
             return Err(ManifestError::new(
                 manifest_file,
-                "`capabilities` needs a `wasm` component (D13)",
+                "`capabilities` needs a `wasm` component",
             ));
         }
         return Ok(None);
@@ -110,7 +110,7 @@ pub fn wasm_decl(dir: &Path, manifest_file: &Path, m: &PluginManifest) -> Result
     let caps = Capabilities::parse(&m.capabilities)
         .map_err(|e| ManifestError::new(manifest_file, format!("`capabilities`: {e}")))?;
     let timeout =
-        timeout_from_secs(m.timeout).map_err(|e| ManifestError::new(manifest_file, format!("`timeout`: {e} (P7)")))?;
+        timeout_from_secs(m.timeout).map_err(|e| ManifestError::new(manifest_file, format!("`timeout`: {e}")))?;
     Ok(Some(WasmDecl {
         file: dir.join(rel),
         caps,
@@ -146,7 +146,7 @@ pub async fn install(path: &Path, plugins_dir: &Path, workspace: &Path) -> Resul
         let m = PluginManifest::load(&file).map_err(|e| e.to_string())?;
         if !valid_plugin_name(&m.name) {
             return Err(format!(
-                "{}: plugin name `{}` must be 1-63 characters of [A-Za-z0-9_-] (P2)",
+                "{}: plugin name `{}` must be 1-63 characters of [A-Za-z0-9_-]",
                 file.display(),
                 m.name
             ));
@@ -247,13 +247,13 @@ async fn inspect_component(
     for t in listed {
         if !is_valid_tool_name(&t.name) {
             return Err(format!(
-                "{}: tool name `{}` is not valid: 1-63 characters of [A-Za-z0-9_-] (P2)",
+                "{}: tool name `{}` is not valid: 1-63 characters of [A-Za-z0-9_-]",
                 shown.display(),
                 t.name
             ));
         }
         if tools.iter().any(|x| x.name == t.name) {
-            return Err(format!("{}: tool `{}` is listed twice (P2)", shown.display(), t.name));
+            return Err(format!("{}: tool `{}` is listed twice", shown.display(), t.name));
         }
         let schema: Value = serde_json::from_str(&t.input_schema)
             .map_err(|e| format!("{}: tool `{}`: input schema is not JSON: {e}", shown.display(), t.name))?;

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
-use cst_registry::{Registry, SourceKind, ToolSource, ToolSpec};
+use cst_protocol::{Diagnostic, DiagnosticKind};
+use cst_registry::{Confinement, Registry, SourceKind, ToolSource, ToolSpec};
 use cst_wasm::{WasmPlugin, WasmToolRunner};
 
 /// A plugin folder that loaded, with the names of the tools it registered.
@@ -28,7 +29,7 @@ pub struct LoadedPlugin {
 pub fn load_plugin_dir(
     dir: &Path,
     registry: &Registry,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Diagnostic>,
 ) -> Result<LoadedPlugin, ManifestError> {
     let manifest = PluginManifest::load(&dir.join("plugin.json"))?;
     load_plugin(dir, manifest, registry, warnings)
@@ -39,7 +40,7 @@ pub fn load_plugin(
     dir: &Path,
     manifest: PluginManifest,
     registry: &Registry,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Diagnostic>,
 ) -> Result<LoadedPlugin, ManifestError> {
     let file = dir.join("plugin.json");
     let mut loaded = LoadedPlugin {
@@ -71,33 +72,38 @@ pub fn load_plugin(
 fn register_wasm_tools(
     p: &LoadedPlugin,
     registry: &Registry,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Diagnostic>,
 ) -> Result<Vec<String>, ManifestError> {
     let Some(decl) = install::wasm_decl(&p.dir, &p.file, &p.manifest)? else {
         return Ok(Vec::new());
     };
     let reinstall = format!("run `cst-agent plugins install {}`", p.dir.display());
+    let skipped = |why: String| {
+        Diagnostic::in_file(
+            DiagnosticKind::NotInstalled,
+            &p.file,
+            format!("wasm tools skipped: {why}; {reinstall}"),
+        )
+    };
     let record = match install::InstalledRecord::load(&p.dir) {
         Ok(Some(r)) => r,
         Ok(None) => {
-            warnings.push(format!(
-                "{}: wasm tools skipped: the component was not installed (no {}); {reinstall}",
-                p.file.display(),
+            warnings.push(skipped(format!(
+                "the component was not installed (no {})",
                 install::RECORD_FILE
-            ));
+            )));
             return Ok(Vec::new());
         }
         Err(e) => {
-            warnings.push(format!("wasm tools skipped: {e}; {reinstall}"));
+            warnings.push(skipped(e));
             return Ok(Vec::new());
         }
     };
     if !record.matches_file(&decl.file) {
-        warnings.push(format!(
-            "{}: wasm tools skipped: {} changed since it was installed; {reinstall}",
-            p.file.display(),
+        warnings.push(skipped(format!(
+            "{} changed since it was installed",
             decl.file.display()
-        ));
+        )));
         return Ok(Vec::new());
     }
     let plugin = Arc::new(WasmPlugin::new(
@@ -121,10 +127,12 @@ fn register_wasm_tools(
                 file: Some(p.file.clone()),
             },
             timeout: decl.timeout,
+            // A component reaches only what its capabilities pre-open, whatever the gate says.
+            confine_with: Confinement::None,
         };
         match registry.register(spec, runner.clone()) {
             Ok(()) => names.push(t.name),
-            Err(clash) => warnings.push(clash.to_string()),
+            Err(clash) => warnings.push(clash.into()),
         }
     }
     Ok(names)

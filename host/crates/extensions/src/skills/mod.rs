@@ -8,7 +8,8 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use cst_registry::{Failure, Invocation, Perm, Registry, SourceKind, ToolRunner, ToolSource, ToolSpec};
+use cst_protocol::{Diagnostic, DiagnosticKind};
+use cst_registry::{Confinement, Failure, Invocation, Perm, Registry, SourceKind, ToolRunner, ToolSource, ToolSpec};
 
 /// One loaded skill.
 #[derive(Debug, Clone)]
@@ -108,16 +109,18 @@ pub fn skill_body(text: &str) -> &str {
 
 /// Parse one SKILL.md (S2, S5). A malformed frontmatter is a warning naming the file and the
 /// fallbacks apply: name = folder name, description = first non-heading line of the body.
-pub fn parse_skill(dir: &Path, file: &Path, text: &str, warnings: &mut Vec<String>) -> Skill {
+pub fn parse_skill(dir: &Path, file: &Path, text: &str, warnings: &mut Vec<Diagnostic>) -> Skill {
     let (fm_text, body) = split_frontmatter(text);
     let mut fm = Frontmatter::default();
     if let Some(fm_text) = fm_text {
         match serde_yaml_ng::from_str::<Option<Frontmatter>>(fm_text) {
             Ok(Some(f)) => fm = f,
             Ok(None) => {}
-            Err(e) => warnings.push(format!(
-                "{}: malformed frontmatter ({e}); using the folder name and the first line of the body (S5)",
-                file.display()
+            // S5
+            Err(e) => warnings.push(Diagnostic::in_file(
+                DiagnosticKind::BrokenFile,
+                file,
+                format!("malformed frontmatter ({e}); using the folder name and the first line of the body"),
             )),
         }
     }
@@ -157,7 +160,7 @@ pub(crate) fn first_text_line(body: &str) -> String {
 }
 
 /// Load every `*/SKILL.md` under `root` (folders sorted by name). A missing root is no skills.
-pub fn load_dir(root: &Path, warnings: &mut Vec<String>) -> Vec<Skill> {
+pub fn load_dir(root: &Path, warnings: &mut Vec<Diagnostic>) -> Vec<Skill> {
     let mut out = Vec::new();
     for dir in cst_config::sorted_subdirs(root) {
         let file = dir.join("SKILL.md");
@@ -166,7 +169,11 @@ pub fn load_dir(root: &Path, warnings: &mut Vec<String>) -> Vec<Skill> {
         }
         match std::fs::read_to_string(&file) {
             Ok(text) => out.push(parse_skill(&dir, &file, &text, warnings)),
-            Err(e) => warnings.push(format!("{}: cannot read: {e}", file.display())),
+            Err(e) => warnings.push(Diagnostic::in_file(
+                DiagnosticKind::BrokenFile,
+                &file,
+                format!("cannot read: {e}"),
+            )),
         }
     }
     out
@@ -207,7 +214,8 @@ pub fn list_files(skill: &Skill) -> Vec<String> {
 pub enum SkillFileError {
     #[error("no skill named `{0}`")]
     UnknownSkill(String),
-    #[error("`{0}` is outside the skill's folder (S4: only files inside it can be read)")]
+    // S4
+    #[error("`{0}` is outside the skill's folder (only files inside it can be read)")]
     Outside(String),
     #[error("`{file}`: {message}")]
     Unreadable { file: String, message: String },
@@ -303,6 +311,8 @@ impl SkillTool {
             perm: Perm::Read,
             source: ToolSource::builtin(),
             timeout: cst_registry::DEFAULT_TIMEOUT,
+            // It reads only inside a skill's folder, whatever the gate decides (S4).
+            confine_with: Confinement::None,
         }
     }
 }
@@ -330,13 +340,13 @@ impl ToolRunner for SkillTool {
 }
 
 /// Register the `skill` tool (built-in, perm read) unless it is there already.
-pub fn register_skill_tool(registry: &Registry, skills: &SharedSkills, warnings: &mut Vec<String>) {
+pub fn register_skill_tool(registry: &Registry, skills: &SharedSkills, warnings: &mut Vec<Diagnostic>) {
     if registry.contains(SKILL_TOOL) {
         return;
     }
     let runner = Arc::new(SkillTool { skills: skills.clone() });
-    if let Err(e) = registry.register(SkillTool::spec(), runner) {
-        warnings.push(e.to_string());
+    if let Err(clash) = registry.register(SkillTool::spec(), runner) {
+        warnings.push(clash.into());
     }
 }
 
@@ -397,8 +407,9 @@ mod tests {
         assert!(w.is_empty());
         let s = parse_skill(d, &f, "---\nname: [unclosed\n---\n# H\nText here\n", &mut w);
         assert_eq!((s.name.as_str(), s.description.as_str()), ("pdf-forms", "Text here"));
+        let text = w[0].to_string();
         assert!(
-            w[0].contains("/s/pdf-forms/SKILL.md") && w[0].contains("malformed"),
+            text.contains("/s/pdf-forms/SKILL.md") && text.contains("malformed"),
             "{w:?}"
         );
     }

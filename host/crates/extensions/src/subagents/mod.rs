@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::skills::{first_text_line, one_line, render_named_index, split_frontmatter, SkillIndex};
+use cst_protocol::{Diagnostic, DiagnosticKind};
 
 /// One sub-agent role.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,30 +163,42 @@ pub fn role_dirs(workspace: &Path, config_dir: Option<&Path>) -> Vec<PathBuf> {
 
 /// Load the roles from `dirs` (in precedence order) plus the built-ins not overridden.
 /// A broken file is a warning naming it; the others load.
-pub fn load_roles(dirs: &[PathBuf], warnings: &mut Vec<String>) -> RoleSet {
+pub fn load_roles(dirs: &[PathBuf], warnings: &mut Vec<Diagnostic>) -> RoleSet {
     let mut roles: Vec<Role> = Vec::new();
     for dir in dirs {
         for file in md_files(dir) {
             let text = match std::fs::read_to_string(&file) {
                 Ok(t) => t,
                 Err(e) => {
-                    warnings.push(format!("{}: cannot read the role file: {e}", file.display()));
+                    warnings.push(Diagnostic::in_file(
+                        DiagnosticKind::BrokenFile,
+                        &file,
+                        format!("cannot read the role file: {e}"),
+                    ));
                     continue;
                 }
             };
             let role = match parse_role(&file, &text) {
                 Ok(r) => r,
                 Err(e) => {
-                    warnings.push(format!("{}: {e}; the role is not loaded", file.display()));
+                    warnings.push(Diagnostic::in_file(
+                        DiagnosticKind::BrokenFile,
+                        &file,
+                        format!("{e}; the role is not loaded"),
+                    ));
                     continue;
                 }
             };
+            // E7
             if let Some(first) = roles.iter().find(|r| r.name == role.name) {
-                warnings.push(format!(
-                    "sub-agent role `{}` in {} clashes with the role of the same name in {}; the first one is kept (E7)",
-                    role.name,
-                    file.display(),
-                    first.file.as_deref().unwrap_or(Path::new("?")).display()
+                warnings.push(Diagnostic::in_file(
+                    DiagnosticKind::NameClash,
+                    &file,
+                    format!(
+                        "sub-agent role `{}` clashes with the role of the same name in {}; the first one is kept",
+                        role.name,
+                        first.file.as_deref().unwrap_or(Path::new("?")).display()
+                    ),
                 ));
                 continue;
             }
@@ -236,7 +249,7 @@ pub fn parse_role(file: &Path, text: &str) -> Result<Role, String> {
     let fm = match fm_text {
         None => RoleFrontmatter::default(),
         Some(t) => serde_yaml_ng::from_str::<Option<RoleFrontmatter>>(t)
-            .map_err(|e| format!("malformed frontmatter ({e}) (A1)"))?
+            .map_err(|e| format!("malformed frontmatter ({e})"))?
             .unwrap_or_default(),
     };
     let stem = file
@@ -254,11 +267,11 @@ pub fn parse_role(file: &Path, text: &str) -> Result<Role, String> {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
     {
         return Err(format!(
-            "role name `{name}` may hold only letters, digits, `_`, `-` and `.` (A1)"
+            "role name `{name}` may hold only letters, digits, `_`, `-` and `.`"
         ));
     }
     if fm.max_steps == Some(0) {
-        return Err("`max_steps` must be at least 1 (A1)".into());
+        return Err("`max_steps` must be at least 1".into());
     }
     let tools = fm.tools.map(|t| {
         let names: Vec<String> = match t {
@@ -377,6 +390,7 @@ mod tests {
                 file: None,
             },
             timeout: cst_registry::DEFAULT_TIMEOUT,
+            confine_with: cst_registry::Confinement::None,
         };
         let scope = ToolScope {
             readonly: true,

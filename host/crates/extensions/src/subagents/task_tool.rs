@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::json;
 
-use cst_registry::{Failure, Invocation, Perm, Registry, SourceKind, ToolRunner, ToolSource, ToolSpec};
+use cst_registry::{Confinement, Failure, Invocation, Perm, Registry, SourceKind, ToolRunner, ToolSource, ToolSpec};
 
 pub const TASK_TOOL: &str = "task";
 
@@ -36,6 +36,8 @@ pub fn spec() -> ToolSpec {
         perm: Perm::Read,
         source: ToolSource::builtin(),
         timeout: TASK_TIMEOUT,
+        // The sub-agent's own calls go through the gate one by one.
+        confine_with: Confinement::None,
     }
 }
 
@@ -67,8 +69,8 @@ impl ToolRunner for TaskTool {
 }
 
 /// Register `task` (the `default` tools profile).
-pub fn register(registry: &Registry, warnings: &mut Vec<String>) {
-    if let Err(e) = registry.register(spec(), Arc::new(TaskTool)) {
-        warnings.push(e.to_string());
+pub fn register(registry: &Registry, warnings: &mut Vec<cst_protocol::Diagnostic>) {
+    if let Err(clash) = registry.register(spec(), Arc::new(TaskTool)) {
+        warnings.push(clash.into());
     }
 }
