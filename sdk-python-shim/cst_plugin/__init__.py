@@ -57,7 +57,7 @@ def tool(_func: Callable | None = None, *, perm: str = "shell", name: str | None
     def wrap(func: Callable) -> Callable:
         tool_name = name or func.__name__
         if not _NAME_RE.match(tool_name):
-            raise ValueError(f"tool name {tool_name!r} must match [A-Za-z0-9_-] and be at most 63 bytes (P2)")
+            raise ValueError(f"tool name {tool_name!r} must match [A-Za-z0-9_-] and be at most 63 bytes")  # P2
         if tool_name in TOOLS:
             raise ValueError(f"tool {tool_name!r} is declared twice")
         schema, doc = function_schema(func)

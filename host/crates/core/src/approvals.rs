@@ -23,14 +23,13 @@
 //! | shell | none     | confined with Landlock; approved without: none | none |
 //! | net   | none     | none                                     | none   |
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::HashSet;
 use std::sync::Mutex;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use tokio::sync::oneshot;
 
+use crate::pending::Pending;
 use cst_protocol::ApprovalDecision;
 use cst_registry::{Confinement, Decision, Perm, PermissionGate, ToolSpec};
 
@@ -126,8 +125,7 @@ pub struct ApprovalGate {
     /// No person can answer: a call that would ask is refused and the model is told.
     headless: bool,
     always: Mutex<HashSet<String>>,
-    pending: Mutex<HashMap<u64, oneshot::Sender<ApprovalDecision>>>,
-    next_id: AtomicU64,
+    pending: Pending<ApprovalDecision>,
     requests: Option<RequestSink>,
 }
 
@@ -139,8 +137,7 @@ impl ApprovalGate {
             sandbox: cst_extensions::sandbox::available(),
             headless,
             always: Mutex::default(),
-            pending: Mutex::default(),
-            next_id: AtomicU64::new(1),
+            pending: Pending::default(),
             requests,
         }
     }
@@ -157,19 +154,12 @@ impl ApprovalGate {
 
     /// Deliver a person's answer. Unknown ids (already answered, cancelled) are ignored.
     pub fn answer(&self, request_id: u64, decision: ApprovalDecision) {
-        let tx = self
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&request_id);
-        if let Some(tx) = tx {
-            let _ = tx.send(decision);
-        }
+        self.pending.answer(request_id, decision);
     }
 
     /// Refuse every open request (the turn was cancelled).
     pub fn cancel_pending(&self) {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.pending.withdraw_all();
     }
 
     /// `subagent`: the sub-agent making the call, named in the approval request.
@@ -205,9 +195,7 @@ impl ApprovalGate {
                 ),
             };
         };
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id, tx);
+        let (id, rx) = self.pending.open();
         let shown = requests(ApprovalRequest {
             request_id: id,
             tool: spec.name.clone(),
@@ -217,7 +205,7 @@ impl ApprovalGate {
             subagent,
         });
         if !shown {
-            self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            self.pending.forget(id);
             return Decision::Deny {
                 reason: "no front end is listening to approve the call".into(),
             };

@@ -15,6 +15,7 @@ pub mod approvals;
 pub mod builder;
 pub mod events;
 pub mod model;
+mod pending;
 pub mod prompt;
 pub mod questions;
 pub mod session;

@@ -2,57 +2,41 @@
 //! front end answers with `Op::Answer`. Cancel-safe: cancelling the turn withdraws every open
 //! question, and a call future dropped half-way removes its own request.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use tokio::sync::oneshot;
 
 use crate::events::EventBus;
+use crate::pending::Pending;
 use cst_protocol::Event;
 use cst_registry::question::{Questions, Unanswered};
 
 /// The session's open questions.
 pub struct QuestionBroker {
     bus: EventBus,
-    pending: Mutex<HashMap<u64, oneshot::Sender<Option<String>>>>,
-    next_id: AtomicU64,
+    pending: Pending<Option<String>>,
 }
 
 impl QuestionBroker {
     pub fn new(bus: EventBus) -> Self {
         Self {
             bus,
-            pending: Mutex::default(),
-            next_id: AtomicU64::new(1),
+            pending: Pending::default(),
         }
     }
 
     /// Deliver a person's answer (`None`: declined). Unknown ids are ignored.
     pub fn answer(&self, request_id: u64, answer: Option<String>) {
-        let tx = self
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&request_id);
-        if let Some(tx) = tx {
-            let _ = tx.send(answer);
-        }
+        self.pending.answer(request_id, answer);
     }
 
     /// Withdraw every open question (the turn was cancelled).
     pub fn cancel_pending(&self) {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.pending.withdraw_all();
     }
 
     async fn ask_as(&self, question: &str, subagent: Option<u32>) -> Result<String, Unanswered> {
-        let request_id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(request_id, tx);
+        let (request_id, rx) = self.pending.open();
         // Removes the request if this future is dropped before an answer (cancel, time limit).
         let _guard = Forget {
             broker: self,
@@ -89,11 +73,7 @@ struct Forget<'a> {
 
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
-        self.broker
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.request_id);
+        self.broker.pending.forget(self.request_id);
     }
 }
 
@@ -162,6 +142,6 @@ mod tests {
         rx.recv().await.unwrap();
         asking.abort();
         let _ = asking.await;
-        assert!(broker.pending.lock().unwrap().is_empty());
+        assert!(broker.pending.is_empty());
     }
 }
