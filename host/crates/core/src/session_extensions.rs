@@ -37,6 +37,7 @@ impl SessionExtensions {
     pub async fn reload(&mut self, what: &ReloadTarget) -> (ReloadSummary, Vec<Diagnostic>) {
         let mut summary = ReloadSummary::default();
         let mut warnings = Vec::new();
+        let mcp_before = self.mcp.warnings();
         match what {
             ReloadTarget::Skills => {
                 let report = discovery::reload_skills(&mut self.loaded, &self.opts);
@@ -61,13 +62,15 @@ impl SessionExtensions {
         if let Some(wait) = self.mcp_wait {
             self.mcp.wait_ready(wait).await;
         }
+        // Tool-name clashes of servers that (re)started; those of servers that became ready
+        // after this are in `McpManager::warnings` for the `/mcp` view.
+        warnings.extend(self.mcp.warnings().into_iter().filter(|w| !mcp_before.contains(w)));
         (summary, warnings)
     }
 
     /// Make the running servers follow `loaded.mcp_sources`: added start, removed stop, changed
     /// restart, unchanged keep running — except those that exited, which restart (M11).
     async fn follow_mcp_sources(&self, summary: &mut ReloadSummary, warnings: &mut Vec<Diagnostic>) {
-        let before = self.mcp.warnings().len();
         let changes: McpChanges = mcp::reload_sources(&self.mcp, &self.loaded.mcp_sources, warnings).await;
         let touched: Vec<&String> = changes.added.iter().chain(&changes.changed).collect();
         for info in self.mcp.servers() {
@@ -79,7 +82,6 @@ impl SessionExtensions {
         summary.added.extend(changes.added.iter().map(|n| server(n)));
         summary.removed.extend(changes.removed.iter().map(|n| server(n)));
         summary.changed.extend(changes.changed.iter().map(|n| server(n)));
-        warnings.extend(self.mcp.warnings().into_iter().skip(before));
     }
 
     /// Stop the MCP servers (process groups killed and reaped).
