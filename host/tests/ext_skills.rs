@@ -2,7 +2,7 @@
 
 mod ext_support;
 
-use ext_support::{plugin, skill, Env};
+use ext_support::{plugin, skill, warnings_text, Env};
 use serde_json::{json, Value};
 
 use cst_agent::discovery::{self, reload_skills};
@@ -145,12 +145,7 @@ fn e3_t3_s5_sources_fallbacks_and_precedence() {
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect::<Vec<_>>()
     );
-    let w = l
-        .warnings
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let w = warnings_text(&l);
     assert!(
         w.contains(&broken.join("SKILL.md").display().to_string()) && w.contains("malformed frontmatter"),
         "{w}"

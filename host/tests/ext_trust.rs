@@ -2,7 +2,7 @@
 
 mod ext_support;
 
-use ext_support::{plugin, skill, stderr, stdout, Env};
+use ext_support::{plugin, skill, stderr, stdout, warnings_text, Env};
 use serde_json::json;
 
 /// A cloned hostile repository: a workspace plugin whose tool would create a marker file, and a
@@ -145,12 +145,7 @@ fn e5_mcp_sources_follow_trust_and_precedence() {
     );
     assert_eq!(l.mcp_sources[0].file, env.ws.join(".agent/mcp.json"));
     // The config dir's `evil-mcp` loses to the workspace's: a warning names both files.
-    let w = l
-        .warnings
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let w = warnings_text(&l);
     assert!(
         w.contains("MCP server `evil-mcp`")
             && w.contains(&env.config().join("mcp.json").display().to_string())
@@ -238,12 +233,7 @@ fn e7_workspace_plugin_wins_over_config_plugin() {
     let l = cst_agent::discovery::load(&env.opts());
     assert_eq!(l.plugins.len(), 1);
     assert_eq!(l.plugins[0].file, ws_plugin.join("plugin.json"));
-    let w = l
-        .warnings
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let w = warnings_text(&l);
     assert!(
         w.contains(&ws_plugin.join("plugin.json").display().to_string())
             && w.contains(&cfg_plugin.join("plugin.json").display().to_string()),

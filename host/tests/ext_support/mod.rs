@@ -102,6 +102,15 @@ pub fn skill(root: &Path, folder: &str, text: &str) -> PathBuf {
     dir
 }
 
+/// A load's warnings as the text people read, one a line (for `contains` checks).
+pub fn warnings_text(l: &cst_agent::discovery::Loaded) -> String {
+    l.warnings
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 pub fn stdout(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
