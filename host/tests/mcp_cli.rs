@@ -75,7 +75,7 @@ fn mcp_list_shows_every_state() {
     assert_eq!(list.len(), 4);
     let t = find(&list, "t");
     assert_eq!(t["status"], "ready");
-    // 10 named tools + 13 fillers + variant_expanded: `${CST_T_DIR}` was expanded (M3).
+    // 12 named tools + 11 fillers + variant_expanded: `${CST_T_DIR}` was expanded (M3).
     assert_eq!(t["tool_count"], 24);
     assert!(t["tools"]
         .as_array()
@@ -114,6 +114,58 @@ fn mcp_list_shows_every_state() {
         text.contains("disabled") && text.contains("ready") && text.contains("failed"),
         "{text}"
     );
+}
+
+/// M4: a plugin's server without `cwd` runs in the plugin folder; a relative `cwd` is the
+/// workspace's; a relative program (`./server.sh`) is the plugin's own even then, never a file of
+/// the same name that the workspace holds.
+#[test]
+fn plugin_server_cwd_default_and_relative() {
+    let env = env_with(json!({}));
+    let plugin = env.config.join("cst-agent/plugins/p");
+    std::fs::create_dir_all(&plugin).unwrap();
+    std::fs::create_dir_all(env.workspace.join("sub")).unwrap();
+    let script = |path: &Path, body: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, body).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    script(
+        &plugin.join("server.sh"),
+        &format!("#!/bin/sh\nexec '{}' serve\n", test_server_str()),
+    );
+    // A planted look-alike in the workspace: it would start and answer nothing.
+    script(&env.workspace.join("sub/server.sh"), "#!/bin/sh\nexit 7\n");
+    script(&env.workspace.join("server.sh"), "#!/bin/sh\nexit 7\n");
+    std::fs::write(
+        plugin.join("plugin.json"),
+        serde_json::to_string(&json!({
+            "name": "p", "description": "MCP servers only", "tools": [],
+            "mcpServers": {
+                "home": {"command": "./server.sh"},
+                "rel": {"command": "./server.sh", "cwd": "sub"},
+                "dot": {"command": "./server.sh", "cwd": "."},
+            }
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let cwd_of = |server: &str| {
+        let out = agent(&env)
+            .args(["tools", "call", &format!("mcp__{server}__cwd")])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{server}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    };
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap();
+    assert_eq!(real(&cwd_of("home")), real(&plugin));
+    assert_eq!(real(&cwd_of("rel")), real(&env.workspace.join("sub")));
+    assert_eq!(real(&cwd_of("dot")), real(&env.workspace));
 }
 
 #[test]

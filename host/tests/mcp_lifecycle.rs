@@ -57,9 +57,9 @@ async fn lists_every_page_names_perms_and_schemas() {
     );
     assert!(m.wait_ready(Duration::from_secs(30)).await);
     assert_eq!(status(&m, "t"), ServerStatus::Ready);
-    // 10 named tools + 25 fillers = 35 tools in 4 pages of 10 (M7: every cursor followed).
+    // 12 named tools + 25 fillers = 37 tools in 4 pages of 10 (M7: every cursor followed).
     let info = m.servers().into_iter().find(|s| s.name == "t").unwrap();
-    assert_eq!(info.tools.len(), 35, "{:?}", info.tools);
+    assert_eq!(info.tools.len(), 37, "{:?}", info.tools);
     assert!(reg.contains("mcp__t__filler_24"));
     // P2 sanitising and the 63-byte limit with a stable hash (M8).
     assert!(reg.contains("mcp__t__dotted_name"));
@@ -96,6 +96,11 @@ async fn call_results_text_image_structured_and_errors() {
     assert_eq!(
         call(&reg, "mcp__t__image", json!({})).await.unwrap(),
         "here is an image\n[image: image/png, 12 bytes]"
+    );
+    // M9: audio too, never its base64.
+    assert_eq!(
+        call(&reg, "mcp__t__audio", json!({})).await.unwrap(),
+        "[audio: audio/wav, 16 bytes]"
     );
     // Structured content as JSON when there is no text.
     assert_eq!(

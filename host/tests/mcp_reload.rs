@@ -108,8 +108,8 @@ async fn apply_starts_added_stops_removed_restarts_changed_and_keeps_the_rest() 
         .unwrap()
         .parse()
         .unwrap();
-    // 10 named tools + 13 fillers by default.
-    assert!(reg.contains("mcp__b__filler_12"));
+    // 12 named tools + 11 fillers by default.
+    assert!(reg.contains("mcp__b__filler_10"));
     assert_eq!(tools_of(&reg, "b").len(), 23);
 
     // a unchanged, b with 3 fillers and its tools auto-approved, c gone, d new; listed in a
@@ -160,8 +160,8 @@ async fn apply_starts_added_stops_removed_restarts_changed_and_keeps_the_rest() 
     let new_b = called_pid(&reg, "b").await;
     assert_ne!(new_b, b_pid);
     assert_eq!(pid_of(&m, "b"), Some(new_b));
-    assert_eq!(tools_of(&reg, "b").len(), 13);
-    assert!(!reg.contains("mcp__b__filler_12"), "old tool list removed");
+    assert_eq!(tools_of(&reg, "b").len(), 15);
+    assert!(!reg.contains("mcp__b__filler_10"), "old tool list removed");
     assert_eq!(reg.spec("mcp__b__fail").unwrap().perm, Perm::Read, "new autoApprove");
     assert_eq!(reg.spec("mcp__a__fail").unwrap().perm, Perm::Net);
     // d's tools appear once it is ready.

@@ -6,7 +6,7 @@
 //! - `never-init`: reads stdin but never answers `initialize`, and ignores EOF (start timeout).
 //!
 //! Environment:
-//! - `CST_TEST_TOOLS`: number of `filler_NN` tools (default 23, so the list needs 3 pages of 10).
+//! - `CST_TEST_TOOLS`: number of `filler_NN` tools (default 11: 23 tools in all, so the list needs 3 pages of 10).
 //! - `CST_TEST_CANCEL_MARKER`: file the `slow` tool writes when it sees `notifications/cancelled`.
 //! - `CST_TEST_VARIANT_FILE`: file whose trimmed content `X` adds a tool `variant_X` (reload tests).
 //! - `CST_TEST_STDERR`: a line printed on stderr at start.
@@ -28,6 +28,8 @@ use serde_json::{json, Value};
 const PAGE: usize = 10;
 /// Base64 of 12 bytes (a PNG signature and the start of an IHDR length).
 const IMAGE_B64: &str = "iVBORw0KGgoAAAAN";
+/// Base64 of 16 bytes (the start of a RIFF/WAVE header).
+const AUDIO_B64: &str = "UklGRiQAAABXQVZFZm10IA==";
 
 #[derive(Clone)]
 struct TestServer {
@@ -68,6 +70,8 @@ fn build_tools() -> Vec<Tool> {
         ),
         tool("crash", "Exit the process in the middle of the call", empty.clone()),
         tool("pid", "Return the server's process id", empty.clone()),
+        tool("cwd", "Return the server's working directory", empty.clone()),
+        tool("audio", "Return a short WAV clip", empty.clone()),
         tool(
             "grandchild",
             "Start a `sleep 300` child and return its pid",
@@ -83,7 +87,7 @@ fn build_tools() -> Vec<Tool> {
     let fillers: usize = std::env::var("CST_TEST_TOOLS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(13);
+        .unwrap_or(11);
     for i in 0..fillers {
         tools.push(tool(&format!("filler_{i:02}"), "A filler tool", empty.clone()));
     }
@@ -171,6 +175,11 @@ impl ServerHandler for TestServer {
                 std::process::exit(3);
             }
             "pid" => text_result(std::process::id().to_string()),
+            "cwd" => match std::env::current_dir() {
+                Ok(d) => text_result(d.display().to_string()),
+                Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!("cwd: {e}"))]).into()),
+            },
+            "audio" => Ok(CallToolResult::success(vec![ContentBlock::audio(AUDIO_B64, "audio/wav")]).into()),
             "grandchild" => match std::process::Command::new("sleep").arg("300").spawn() {
                 // Not waited for: it must die with the process group.
                 Ok(child) => text_result(child.id().to_string()),

@@ -17,9 +17,9 @@ pub struct McpSource {
     pub file: PathBuf,
     /// The `mcpServers` object, unparsed.
     pub servers: serde_json::Value,
-    /// Relative `cwd` values resolve against this; a plugin's servers default to it (M4).
+    /// Relative `cwd` values resolve against this: the workspace, for every source (M4).
     pub cwd_base: PathBuf,
-    /// Whether a server without `cwd` runs in `cwd_base` (plugins) or the workspace.
+    /// Where a server without `cwd` runs: the workspace, or a plugin's folder (M4).
     pub default_cwd: PathBuf,
     pub origin: Origin,
 }

@@ -218,7 +218,8 @@ fn collect_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions, config: Option<&
             sources.push(McpSource {
                 file: p.file.clone(),
                 servers: servers.clone(),
-                cwd_base: p.dir.clone(),
+                // M4: a relative `cwd` is the workspace's; only the default is the plugin folder.
+                cwd_base: ws.to_path_buf(),
                 default_cwd: p.dir.clone(),
                 origin: Origin::Plugin(p.name.clone()),
             });

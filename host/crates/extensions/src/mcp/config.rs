@@ -185,6 +185,12 @@ fn parse_entry(
         return Err("the server name is empty".into());
     }
     let command = match obj.get("command") {
+        // A plugin's own program (`./server.sh`) is the plugin folder's, whatever the `cwd`, as
+        // P4 does for command tools: a relative `cwd` points into the workspace (M4), and a
+        // workspace file must not stand in for a plugin's program.
+        Some(Value::String(c)) if matches!(source.origin, Origin::Plugin(_)) && is_relative_path(c) => {
+            source.default_cwd.join(c).to_string_lossy().into_owned()
+        }
         Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
         Some(_) => return Err("`command` must be a non-empty string".into()),
         None => return Err("`command` is missing".into()),
@@ -256,6 +262,12 @@ fn parse_entry(
         start_timeout,
         call_timeout,
     }))
+}
+
+/// A relative path with a separator (`./x`, `bin/x`), not a bare name looked up on `PATH`.
+fn is_relative_path(command: &str) -> bool {
+    let has_sep = command.contains('/') || (cfg!(windows) && command.contains('\\'));
+    has_sep && !Path::new(command).is_absolute()
 }
 
 /// `startTimeout` / `callTimeout` in seconds (a design extension; 1–600).
