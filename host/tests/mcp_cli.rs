@@ -168,6 +168,62 @@ fn plugin_server_cwd_default_and_relative() {
     assert_eq!(real(&cwd_of("dot")), real(&env.workspace));
 }
 
+/// M7: one rule for every headless run — `mcp list`, `tools list` and `exec` wait for a server
+/// that never finishes its handshake for 30 s, not for its (longer) `startTimeout`, then go on
+/// and warn naming the file.
+#[test]
+fn headless_runs_wait_30_s_for_a_server_that_never_answers() {
+    let env = env_with(json!({
+        "mute": {"command": test_server_str(), "args": ["never-init"], "startTimeout": 600},
+        "t": {"command": test_server_str()},
+    }));
+    let spawn = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cst-agent"));
+        c.env("XDG_CONFIG_HOME", &env.config)
+            .env("XDG_CACHE_HOME", env.config.join("cache"))
+            .env("OPENAI_API_KEY", "test-key")
+            .arg("--workspace")
+            .arg(&env.workspace)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let started = std::time::Instant::now();
+    // All three at once, so the test costs one wait. `exec` then fails at the model (port 9).
+    let children = [
+        spawn(&["mcp", "list", "--json"]),
+        spawn(&["tools", "list", "--json"]),
+        spawn(&["exec", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "hi"]),
+    ];
+    let deadline = started + std::time::Duration::from_secs(120);
+    let mut outputs = Vec::new();
+    for mut child in children {
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("a headless run still waits after 120 s: it waits for `startTimeout`");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        outputs.push((std::time::Instant::now() - started, child.wait_with_output().unwrap()));
+    }
+    for (elapsed, out) in &outputs {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(elapsed.as_secs() >= 29, "went on before 30 s ({elapsed:?}): {stderr}");
+        assert!(
+            stderr.contains("MCP server `mute` has not finished starting after 30 s") && stderr.contains("mcp.json"),
+            "{stderr}"
+        );
+    }
+    let list: Vec<Value> = serde_json::from_slice(&outputs[0].1.stdout).unwrap();
+    assert_eq!(find(&list, "mute")["status"], "starting");
+    assert_eq!(find(&list, "t")["status"], "ready", "the other server is not held up");
+    let tools: Vec<Value> = serde_json::from_slice(&outputs[1].1.stdout).unwrap();
+    assert!(tools.iter().any(|t| t["name"] == "mcp__t__echo"), "{tools:?}");
+}
+
 #[test]
 fn tools_list_and_call_go_through_the_registry() {
     let env = env_with(json!({"t": {"command": test_server_str(), "autoApprove": true}}));

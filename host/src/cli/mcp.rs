@@ -10,20 +10,22 @@ use cst_extensions::mcp::{self, McpManager};
 #[derive(Debug, Subcommand)]
 pub enum McpCmd {
     // M7
-    /// Every MCP server: status and tool count (waits for servers still starting).
+    /// Every MCP server: status and tool count (waits up to 30 s for servers still starting).
     List {
         #[arg(long)]
         json: bool,
     },
 }
 
-/// Start the session's MCP servers into `loaded.registry` and wait for them, up to the start
-/// timeout (headless runs wait, M7). Warnings go to stderr.
+/// Start the session's MCP servers into `loaded.registry` and wait for them as every headless
+/// run does, up to [`mcp::manager::HEADLESS_WAIT`] (M7). Warnings go to stderr.
 pub async fn start_and_wait(loaded: &Loaded) -> McpManager {
     let mut warnings = Vec::new();
     let manager = mcp::start(loaded.registry.clone(), &loaded.mcp_sources, &mut warnings);
-    manager.wait_ready(manager.max_start_timeout()).await;
+    let wait = mcp::manager::HEADLESS_WAIT;
+    manager.wait_ready(wait).await;
     warnings.extend(manager.warnings());
+    warnings.extend(manager.still_starting(wait));
     super::print_warnings(&warnings);
     manager
 }

@@ -29,7 +29,7 @@ use cst_extensions::discovery::{self, LoadOptions};
 use cst_protocol::Diagnostic;
 
 /// How long a headless session waits for MCP servers that are still starting (M7).
-pub const HEADLESS_MCP_WAIT: Duration = Duration::from_secs(30);
+pub const HEADLESS_MCP_WAIT: Duration = cst_extensions::mcp::manager::HEADLESS_WAIT;
 
 /// Settings of a session to be built; each has the default a user of `exec` gets.
 pub struct SessionBuilder {
@@ -124,6 +124,7 @@ impl SessionBuilder {
         if let Some(wait) = self.mcp_wait {
             ext.mcp.wait_ready(wait).await;
             warnings.extend(ext.mcp.warnings());
+            warnings.extend(ext.mcp.still_starting(wait));
         }
         ext.mcp_wait = self.mcp_wait;
         // Read once (AGENTS.md, the skills index): the main prompt and every sub-agent's share it.

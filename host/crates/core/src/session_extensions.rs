@@ -61,6 +61,7 @@ impl SessionExtensions {
         }
         if let Some(wait) = self.mcp_wait {
             self.mcp.wait_ready(wait).await;
+            warnings.extend(self.mcp.still_starting(wait));
         }
         // Tool-name clashes of servers that (re)started; those of servers that became ready
         // after this are in `McpManager::warnings` for the `/mcp` view.

@@ -181,7 +181,7 @@ pub enum DiagnosticKind {
     NotInstalled,
     /// The config dir or `settings.json` cannot be used (trust then counts as "not trusted").
     Config,
-    /// An MCP server could not be reloaded or restarted.
+    /// An MCP server could not be reloaded or restarted, or was not ready in time.
     McpServer,
     /// Anything else worth telling (a tool name that was adjusted, a platform limit).
     Other,

@@ -40,7 +40,10 @@ mod tests {
             let out = cap_output(s);
             assert!(out.len() <= MAX_OUTPUT_BYTES, "{} > cap", out.len());
             let body = out.find("\n[output truncated").unwrap();
-            assert!(out.ends_with(&truncation_marker((len - body) as u64)), "the count is right");
+            assert!(
+                out.ends_with(&truncation_marker((len - body) as u64)),
+                "the count is right"
+            );
         }
         let out = cap_output("é".repeat(MAX_OUTPUT_BYTES));
         assert!(out.len() <= MAX_OUTPUT_BYTES && out.contains("output truncated"));

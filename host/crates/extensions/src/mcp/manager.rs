@@ -15,10 +15,15 @@ use super::config::{ParsedServer, ServerConfig, ServerKind};
 use super::result::render;
 use super::transport::{connect, Connection};
 use cst_config::Origin;
-use cst_protocol::Diagnostic;
+use cst_protocol::{Diagnostic, DiagnosticKind};
 use cst_registry::{
     fit_tool_name, Confinement, Failure, Invocation, Perm, Registry, SourceKind, ToolRunner, ToolSource, ToolSpec,
 };
+
+/// How long a headless run (`exec`, `mcp list`, `tools list|call`) waits for servers that are
+/// still starting before it goes on (M7). A server's own `startTimeout` decides when it fails;
+/// it does not lengthen this wait. The TUI does not wait at all.
+pub const HEADLESS_WAIT: Duration = Duration::from_secs(30);
 
 /// A server's state (M11, M12).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -277,16 +282,25 @@ impl McpManager {
         }
     }
 
-    /// The longest start timeout of the servers (how long headless runs wait, M7).
-    pub fn max_start_timeout(&self) -> Duration {
+    /// The servers still `starting`, as warnings that say the run goes on without them; for
+    /// headless runs after their wait of `waited` (M7).
+    pub fn still_starting(&self, waited: Duration) -> Vec<Diagnostic> {
         self.slots()
             .iter()
-            .filter_map(|s| match &s.parsed.kind {
-                ServerKind::Start(c) => Some(c.start_timeout),
-                _ => None,
+            .filter(|s| matches!(s.lock().status, ServerStatus::Starting))
+            .map(|s| {
+                Diagnostic::in_file(
+                    DiagnosticKind::McpServer,
+                    &s.parsed.file,
+                    format!(
+                        "MCP server `{}` has not finished starting after {} s; going on without it \
+                         (its tools are added once it is ready)",
+                        s.parsed.name,
+                        waited.as_secs()
+                    ),
+                )
             })
-            .max()
-            .unwrap_or(Duration::ZERO)
+            .collect()
     }
 
     fn any_starting(&self) -> bool {
