@@ -1,27 +1,21 @@
 //! Approvals by permission category (P6, P11, M8): the one [`PermissionGate`] every tool call of
-//! every source goes through. See `docs/approvals.md` for the tables.
+//! every source goes through. `docs/approvals.md` holds the same table, and a test checks the
+//! two agree.
 //!
-//! Whether a call asks ([`verdict`]):
+//! Two rules, each decided once:
+//! - whether a call asks ([`verdict`]): by category and mode, below;
+//! - what a call that runs is confined to ([`confinement`]): outside `full`, the tool's own
+//!   [`ToolSpec::confine_with`] (paths kept in the workspace for the built-in file tools, the
+//!   process sandbox for `run_shell` and plugin.json command tools, nothing more for wasm, MCP,
+//!   `ask_user`, `skill` and `task`), whether the table let it run or a person approved it; in
+//!   `full`, [`Confinement::None`]. So `ask` is `auto` plus asking, never less confined.
 //!
-//! | perm  | `ask` | `auto` (default)                          | `full` |
-//! |-------|-------|-------------------------------------------|--------|
-//! | read  | runs  | runs                                      | runs   |
-//! | write | asks  | runs                                      | runs   |
-//! | shell | asks  | runs if the system has Landlock, else asks | runs  |
-//! | net   | asks  | asks                                      | runs   |
-//!
-//! What a call that runs — by the table or approved by a person — is confined to
-//! ([`confinement`]): "confined" is the tool's own [`ToolSpec::confine_with`] (paths kept in the
-//! workspace for the built-in file tools, the Landlock write sandbox for `run_shell` and
-//! plugin.json command tools, nothing for wasm, MCP, `ask_user`, `skill` and `task`), "none" is
-//! [`Confinement::None`].
-//!
-//! | perm  | `ask`    | `auto`                                   | `full` |
-//! |-------|----------|------------------------------------------|--------|
-//! | read  | confined | confined                                 | none   |
-//! | write | confined | confined                                 | none   |
-//! | shell | none     | confined with Landlock; approved without: none | none |
-//! | net   | none     | none                                     | none   |
+//! | perm  | `ask`                | `auto` (default)                                  | `full` |
+//! |-------|----------------------|---------------------------------------------------|--------|
+//! | read  | runs, confined       | runs, confined                                    | runs   |
+//! | write | asks; then confined  | runs, confined                                    | runs   |
+//! | shell | asks; then confined  | with a sandbox: runs, confined; else asks         | runs   |
+//! | net   | asks; then confined  | asks; then confined                               | runs   |
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -74,31 +68,50 @@ pub fn verdict(mode: ApprovalMode, perm: Perm, confine_with: Confinement, sandbo
     };
     if runs {
         Verdict::Run {
-            confinement: confinement(mode, perm, confine_with, sandbox),
+            confinement: confinement(mode, confine_with),
         }
     } else {
         Verdict::Ask
     }
 }
 
-/// What a call of category `perm` runs under in `mode` once it runs, whether the table let it
-/// or a person approved it: the tool's own `confine_with`, or nothing.
-pub fn confinement(mode: ApprovalMode, perm: Perm, confine_with: Confinement, sandbox: bool) -> Confinement {
-    use ApprovalMode::*;
-    let confined = match (mode, perm) {
-        (Full, _) | (_, Perm::Net) => false,
-        // Reads and writes stay in the workspace unless the mode is `full`, approved or not.
-        (Ask | Auto, Perm::Read | Perm::Write) => true,
-        // A shell call runs sandboxed in `auto` where there is a sandbox (P11); one a person
-        // approved (`ask`, or `auto` without a sandbox) runs as approved.
-        (Auto, Perm::Shell) => sandbox,
-        (Ask, Perm::Shell) => false,
-    };
-    if confined {
-        confine_with
-    } else {
-        Confinement::None
+/// What a call runs under in `mode` once it runs, whether the table let it or a person approved
+/// it: the tool's own `confine_with`, except in `full`.
+pub fn confinement(mode: ApprovalMode, confine_with: Confinement) -> Confinement {
+    match mode {
+        ApprovalMode::Full => Confinement::None,
+        ApprovalMode::Ask | ApprovalMode::Auto => confine_with,
     }
+}
+
+/// The table of `docs/approvals.md`, rendered from [`verdict`] and [`confinement`] so the docs
+/// cannot drift from the code: one row per category, one column per mode (`auto` twice: with
+/// and without a process sandbox on the system).
+pub fn markdown_table() -> String {
+    use ApprovalMode::*;
+    let columns = [(Ask, true), (Auto, true), (Auto, false), (Full, true)];
+    let mut out = String::from(
+        "| Category | `ask` | `auto` (default), sandbox | `auto`, no sandbox | `full` |\n|---|---|---|---|---|\n",
+    );
+    for perm in [Perm::Read, Perm::Write, Perm::Shell, Perm::Net] {
+        out.push_str(&format!("| `{perm}` |"));
+        for (mode, sandbox) in columns {
+            // Any confinement stands for "the tool's own"; which one is the tool's business.
+            let cell = match verdict(mode, perm, Confinement::WorkspacePaths, sandbox) {
+                Verdict::Run {
+                    confinement: Confinement::None,
+                } => "runs, unconfined",
+                Verdict::Run { .. } => "runs, confined",
+                Verdict::Ask => match confinement(mode, Confinement::WorkspacePaths) {
+                    Confinement::None => "asks; approved: unconfined",
+                    _ => "asks; approved: confined",
+                },
+            };
+            out.push_str(&format!(" {cell} |"));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// A call that needs a person's decision, as the gate hands it to whoever shows it (the session
@@ -167,7 +180,7 @@ impl ApprovalGate {
         if let Verdict::Run { confinement } = verdict(self.mode, spec.perm, spec.confine_with, self.sandbox) {
             return Decision::Allow { confinement };
         }
-        let confinement = confinement(self.mode, spec.perm, spec.confine_with, self.sandbox);
+        let confinement = confinement(self.mode, spec.confine_with);
         if self
             .always
             .lock()
@@ -293,21 +306,28 @@ mod tests {
     }
 
     #[test]
-    fn approved_calls_keep_the_confinement_of_their_category() {
+    fn approved_calls_keep_the_confinement_of_their_tool() {
         use ApprovalMode::*;
         let paths = Confinement::WorkspacePaths;
         let landlock = Confinement::LandlockWrites;
-        // An approved write in `ask` still stays in the workspace; only `full` lets it out.
-        assert_eq!(confinement(Ask, Perm::Write, paths, false), paths);
-        assert_eq!(confinement(Full, Perm::Write, paths, true), Confinement::None);
-        // An approved shell call runs as approved: no sandbox in `ask`, nor in `auto` without one.
-        assert_eq!(confinement(Ask, Perm::Shell, landlock, true), Confinement::None);
-        assert_eq!(confinement(Auto, Perm::Shell, landlock, false), Confinement::None);
-        // A command tool of category read or write gets the process sandbox in `ask` and `auto`.
-        assert_eq!(confinement(Auto, Perm::Read, landlock, true), landlock);
-        assert_eq!(confinement(Ask, Perm::Write, landlock, true), landlock);
-        // Net is never confined.
-        assert_eq!(confinement(Ask, Perm::Net, landlock, true), Confinement::None);
+        // An approved call is confined as one the table let run: `ask` is `auto` plus asking.
+        assert_eq!(confinement(Ask, paths), paths);
+        assert_eq!(confinement(Ask, landlock), landlock);
+        assert_eq!(confinement(Auto, landlock), landlock);
+        // Only `full` lifts it.
+        assert_eq!(confinement(Full, paths), Confinement::None);
+        assert_eq!(confinement(Full, landlock), Confinement::None);
+    }
+
+    #[test]
+    fn docs_show_the_table_of_the_code() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../docs/approvals.md");
+        let docs = std::fs::read_to_string(path).unwrap();
+        let table = markdown_table();
+        assert!(
+            docs.contains(&table),
+            "docs/approvals.md does not hold the approval table of the code; put this in it:\n{table}"
+        );
     }
 
     #[tokio::test]
