@@ -480,9 +480,15 @@ fn wasm_tool_call() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let result = server.requests()[1].tool_result("w1").unwrap();
     assert!(!result.starts_with("error:"), "wasm tool failed: {result}");
-    assert!(
-        result.contains('3') || result.contains('2'),
-        "unexpected text-stats result: {result}"
+    // "one two\nthree\n": 2 lines, 3 words, 14 bytes, keyed by the path as given.
+    let stats: Value = serde_json::from_str(&result).unwrap_or_else(|e| panic!("{e}: {result}"));
+    assert_eq!(
+        stats,
+        json!({
+            "files": {"notes.txt": {"lines": 2, "words": 3, "bytes": 14}},
+            "total": {"files": 1, "lines": 2, "words": 3, "bytes": 14},
+            "truncated": false,
+        })
     );
     server.finish();
     let t = f.transcript();

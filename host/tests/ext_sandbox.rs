@@ -1,13 +1,17 @@
 //! The shell sandbox (P11): under Landlock a command may write only the workspace and the temp
-//! dirs; reads stay open; the host itself is not confined.
+//! dirs; reads stay open; the host itself is not confined. Checked in folders outside every temp
+//! dir, on the process runner, through a gate, and end to end through `cst-agent exec`. Without
+//! Landlock the tests skip loudly, except under `CI` (set by `.ci/run`), where they fail.
 #![cfg(target_os = "linux")]
 
+mod exec_support;
 mod ext_support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use cst_test_support::{call, Reply, ScriptedServer};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
@@ -16,36 +20,54 @@ use cst_agent::sandbox::{status, SandboxStatus};
 use cst_agent::tools::{Confinement, Decision, PermissionGate, ToolContext, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
-/// Skip (with the reason printed) only when the kernel has no Landlock.
+/// `.ci/run` sets `CI=true`: CI machines have Landlock, so there a test that cannot run fails
+/// instead of skipping.
+fn in_ci() -> bool {
+    matches!(std::env::var("CI").as_deref(), Ok(v) if !v.is_empty() && v != "false" && v != "0")
+}
+
+/// A test that cannot run here: fails under CI, else says so loudly and returns false (skip).
+fn cannot_run(why: &str) -> bool {
+    assert!(!in_ci(), "{why} (CI is set, where this test must run)");
+    eprintln!("\n*** SKIPPED (outside CI only): {why} ***\n");
+    false
+}
+
+/// Whether the kernel has Landlock (else skip, or fail under CI).
 fn landlock_or_skip() -> bool {
     match status() {
         SandboxStatus::Landlock { abi } => {
             eprintln!("sandbox: landlock ABI {abi}");
             true
         }
-        SandboxStatus::Unavailable(why) => {
-            eprintln!("SKIPPED: this kernel has no usable landlock: {why}");
-            false
-        }
+        SandboxStatus::Unavailable(why) => cannot_run(&format!("this kernel has no usable landlock: {why}")),
     }
 }
 
-/// A folder outside every temp dir (under $HOME), so "writable" is not explained by /tmp.
-fn home_scratch() -> Option<(tempfile::TempDir, PathBuf)> {
-    let home = PathBuf::from(std::env::var_os("HOME")?);
-    let temp_dirs = cst_agent::sandbox::writable_dirs(Path::new("/nonexistent-ws"));
-    if temp_dirs.iter().any(|t| home.starts_with(t)) {
-        eprintln!(
-            "SKIPPED: $HOME ({}) is inside a temp dir, which the sandbox may write",
-            home.display()
-        );
-        return None;
+/// A fresh folder outside every folder the sandbox lets a command write, so a write there
+/// succeeding or failing is the sandbox's doing, not /tmp's: under the target dir
+/// (`CARGO_TARGET_TMPDIR`), else under `$HOME`. Workspaces of these tests live in it too.
+fn scratch() -> Option<tempfile::TempDir> {
+    let writable: Vec<PathBuf> = cst_agent::sandbox::writable_dirs(Path::new("/nonexistent-ws"))
+        .iter()
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .collect();
+    let target_tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let _ = std::fs::create_dir_all(&target_tmp);
+    let candidates = [Some(target_tmp), std::env::var_os("HOME").map(PathBuf::from)];
+    for base in candidates.into_iter().flatten() {
+        let Ok(real) = std::fs::canonicalize(&base) else {
+            continue;
+        };
+        if writable.iter().any(|w| real.starts_with(w)) {
+            continue;
+        }
+        if let Ok(dir) = tempfile::Builder::new().prefix(".cst-ext-sandbox-").tempdir_in(&real) {
+            return Some(dir);
+        }
     }
-    let d = tempfile::Builder::new()
-        .prefix(".cst-ext-sandbox-")
-        .tempdir_in(&home)
-        .ok()?;
-    Some((d, home))
+    cannot_run("the target dir and $HOME are both inside a temp dir (or not writable)");
+    None
 }
 
 fn spec(script: &str, ws: &Path, sandbox: bool) -> ProcessSpec {
@@ -60,13 +82,45 @@ fn spec(script: &str, ws: &Path, sandbox: bool) -> ProcessSpec {
     }
 }
 
+/// The kernel's Landlock ABI, asked here rather than through `cst_agent::sandbox`:
+/// landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION).
+fn kernel_landlock_abi() -> Option<i64> {
+    // SAFETY: this query form reads and writes no memory.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32,
+        )
+    };
+    (v > 0).then_some(v as i64)
+}
+
 #[test]
 fn p11_status_names_the_landlock_abi() {
-    let s = status();
-    let text = s.to_string();
-    match s {
-        SandboxStatus::Landlock { abi } => assert_eq!(text, format!("landlock ABI {abi}")),
-        SandboxStatus::Unavailable(_) => assert!(text.starts_with("none (")),
+    let out = ext_support::Env::new().cli().arg("status").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("sandbox: "))
+        .unwrap_or_else(|| panic!("no sandbox line in `cst-agent status`: {stdout}"));
+    let kernel = kernel_landlock_abi();
+    match kernel {
+        Some(abi) => assert_eq!(line, format!("sandbox: landlock ABI {abi}")),
+        None => {
+            assert!(line.starts_with("sandbox: none ("), "{line}");
+            assert!(!in_ci(), "CI machines have Landlock; the kernel says none here");
+        }
+    }
+    // Where securityfs is mounted, the list of active LSMs must agree with the kernel's answer.
+    if let Ok(lsm) = std::fs::read_to_string("/sys/kernel/security/lsm") {
+        assert_eq!(
+            lsm.trim().split(',').any(|m| m == "landlock"),
+            kernel.is_some(),
+            "active LSMs: {lsm}"
+        );
     }
 }
 
@@ -75,15 +129,15 @@ async fn p11_writes_only_in_workspace_and_temp_reads_open() {
     if !landlock_or_skip() {
         return;
     }
-    let Some((scratch, home)) = home_scratch() else { return };
+    let Some(scratch) = scratch() else { return };
     let ws = scratch.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
-    let outside = home.join(format!(".cst-ext-sandbox-escape-{}", std::process::id()));
+    let outside = scratch.path().join("escape.txt");
     let tmp_file = std::env::temp_dir().join(format!("cst-ext-sandbox-{}", std::process::id()));
     let script = format!(
         "echo in > inside.txt && echo ws-ok; \
-         echo out > {out} && echo home-WRITTEN || echo home-denied; \
-         echo t > {tmp} && echo tmp-ok; \
+         echo out > '{out}' && echo outside-WRITTEN || echo outside-denied; \
+         echo t > '{tmp}' && echo tmp-ok; \
          head -c 5 /etc/passwd >/dev/null && echo read-ok; \
          echo x > /dev/null && echo devnull-ok",
         out = outside.display(),
@@ -93,14 +147,14 @@ async fn p11_writes_only_in_workspace_and_temp_reads_open() {
     let _ = std::fs::remove_file(&tmp_file);
     let escaped = outside.exists();
     let _ = std::fs::remove_file(&outside);
-    assert!(!escaped, "sandboxed command wrote to $HOME: {}", out.output);
-    for want in ["ws-ok", "home-denied", "tmp-ok", "read-ok", "devnull-ok"] {
+    assert!(!escaped, "sandboxed command wrote outside: {}", out.output);
+    for want in ["ws-ok", "outside-denied", "tmp-ok", "read-ok", "devnull-ok"] {
         assert!(out.output.contains(want), "{want} missing in {}", out.output);
     }
     assert_eq!(std::fs::read_to_string(ws.join("inside.txt")).unwrap(), "in\n");
 
     // Without the sandbox the same write succeeds (so the test above proves the sandbox).
-    let out = run_captured(spec(&format!("echo out > {}", outside.display()), &ws, false))
+    let out = run_captured(spec(&format!("echo out > '{}'", outside.display()), &ws, false))
         .await
         .unwrap();
     assert_eq!(out.exit_code, Some(0));
@@ -125,18 +179,18 @@ async fn p11_command_tool_runs_sandboxed_when_the_gate_says_so() {
     if !landlock_or_skip() {
         return;
     }
-    let Some((scratch, home)) = home_scratch() else { return };
+    let Some(scratch) = scratch() else { return };
     let lock = ext_support::env_lock();
     let config_home = scratch.path().join("config");
     std::env::set_var("XDG_CONFIG_HOME", &config_home);
     let ws = scratch.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
-    let outside = home.join(format!(".cst-ext-sandbox-tool-{}", std::process::id()));
+    let outside = scratch.path().join("escape.txt");
     ext_support::plugin(
         &config_home.join("cst-agent/plugins"),
         "writer",
         json!({"name": "writer", "tools": [{"name": "write_both",
-            "command": format!("echo a > in-ws.txt; echo b > {} || echo denied", outside.display())}]}),
+            "command": format!("echo a > in-ws.txt; echo b > '{}' || echo denied", outside.display())}]}),
         &[],
     );
     let l = cst_agent::discovery::load(&cst_agent::discovery::LoadOptions {
@@ -152,4 +206,100 @@ async fn p11_command_tool_runs_sandboxed_when_the_gate_says_so() {
     let _ = std::fs::remove_file(&outside);
     assert!(!escaped && out.contains("denied"), "{out}");
     assert!(ws.join("in-ws.txt").exists());
+}
+
+/// What one `cst-agent exec --approval MODE` run left behind: its model called a config-dir
+/// plugin.json command tool of `perm` `shell` (`p1`) and `run_shell` (`s1`), each writing one
+/// file in the workspace and one in `outside` (neither the workspace nor a temp dir).
+struct ExecWrites {
+    fixture: exec_support::Fixture,
+    outside: PathBuf,
+    plugin_result: String,
+    shell_result: String,
+}
+
+fn exec_writing_both(scratch: &Path, mode: &str) -> ExecWrites {
+    let outside = scratch.join(format!("outside-{mode}"));
+    std::fs::create_dir_all(&outside).unwrap();
+    let script = |who: &str| {
+        format!(
+            "printf {who} > in-ws-{who}.txt && echo inside-ok; \
+             printf {who} > '{out}/{who}.txt' && echo outside-written || echo outside-denied",
+            out = outside.display()
+        )
+    };
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![
+            call("p1", "write_both", json!({})),
+            call("s1", "run_shell", json!({"command": script("shell")})),
+        ]),
+        Reply::text("Written."),
+    ]);
+    let ws = tempfile::Builder::new().prefix("ws-").tempdir_in(scratch).unwrap();
+    let fixture = exec_support::Fixture::with_ws(&server, ws);
+    ext_support::plugin(
+        &fixture.config_dir().join("plugins"),
+        "writer",
+        json!({"name": "writer", "description": "writes files", "tools": [{"name": "write_both",
+            "description": "Write a file in the workspace and one outside it",
+            "perm": "shell", "command": script("plugin")}]}),
+        &[],
+    );
+    let out = fixture.run(&["exec", "--approval", mode, "write the files"]);
+    assert_eq!(out.status.code(), Some(0), "{}", exec_support::text(&out.stderr));
+    let reqs = server.requests();
+    let result = |id: &str| {
+        reqs.get(1)
+            .and_then(|r| r.tool_result(id))
+            .unwrap_or_else(|| panic!("no result for {id}"))
+    };
+    let (plugin_result, shell_result) = (result("p1"), result("s1"));
+    server.finish();
+    ExecWrites {
+        fixture,
+        outside,
+        plugin_result,
+        shell_result,
+    }
+}
+
+/// P11 end to end, through the real approval gate of a headless session: in `auto` a `shell`
+/// command tool and `run_shell` run without asking but may write only the workspace (and temp);
+/// `--approval full` runs them unconfined, so the same writes outside do happen.
+#[test]
+fn p11_exec_auto_sandboxes_shell_calls_and_full_does_not() {
+    if !landlock_or_skip() {
+        return;
+    }
+    let Some(scratch) = scratch() else { return };
+
+    let auto = exec_writing_both(scratch.path(), "auto");
+    let ws = auto.fixture.ws();
+    for (who, result) in [("plugin", &auto.plugin_result), ("shell", &auto.shell_result)] {
+        assert!(
+            result.contains("inside-ok") && result.contains("outside-denied"),
+            "{who} in auto: {result}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(ws.join(format!("in-ws-{who}.txt"))).unwrap(),
+            who
+        );
+        assert!(
+            !auto.outside.join(format!("{who}.txt")).exists(),
+            "P11: the {who} call in auto wrote outside the workspace: {result}"
+        );
+    }
+
+    let full = exec_writing_both(scratch.path(), "full");
+    for (who, result) in [("plugin", &full.plugin_result), ("shell", &full.shell_result)] {
+        assert!(
+            result.contains("inside-ok") && result.contains("outside-written"),
+            "{who} in full: {result}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(full.outside.join(format!("{who}.txt"))).unwrap(),
+            who,
+            "--approval full runs unsandboxed"
+        );
+    }
 }

@@ -262,24 +262,31 @@ fn tools_list_and_call_go_through_the_registry() {
         ));
 }
 
+/// A server entry of the test server that appends its pid to `marker` when it starts: evidence
+/// that outlives the process (`mcp list` stops its servers before it returns).
+fn marked_server(marker: &Path) -> Value {
+    json!({"command": test_server_str(), "env": {"CST_TEST_START_MARKER": marker.to_string_lossy()}})
+}
+
 #[test]
 fn untrusted_workspace_mcp_json_is_not_started() {
     // E5/T1: <ws>/.agent/mcp.json only after trust. A fresh config dir trusts nothing.
     let env = env_with(json!({}));
-    let tag = format!("ws-untrusted-{}", std::process::id());
+    let marker = env.config.join("wsserver-started");
     let agent_dir = env.workspace.join(".agent");
     std::fs::create_dir_all(&agent_dir).unwrap();
     std::fs::write(
         agent_dir.join("mcp.json"),
-        serde_json::to_string(
-            &json!({"mcpServers": {"wsserver": {"command": test_server_str(), "args": ["serve", tag]}}}),
-        )
-        .unwrap(),
+        serde_json::to_string(&json!({"mcpServers": {"wsserver": marked_server(&marker)}})).unwrap(),
     )
     .unwrap();
     let list = list_json(&mut agent(&env));
     assert!(list.iter().all(|s| s["name"] != "wsserver"), "{list:?}");
-    assert!(processes_with_arg(&tag).is_empty());
+    assert!(
+        !marker.exists(),
+        "E5: the untrusted workspace's server was started (pid {})",
+        std::fs::read_to_string(&marker).unwrap_or_default().trim()
+    );
     // The library view: discovery must not hand the workspace file to the MCP layer.
     std::env::set_var("XDG_CONFIG_HOME", &env.config);
     let loaded = cst_agent::discovery::load(&cst_agent::discovery::LoadOptions {
@@ -290,14 +297,35 @@ fn untrusted_workspace_mcp_json_is_not_started() {
         loaded.mcp_sources.iter().all(|s| !s.file.starts_with(&env.workspace)),
         "untrusted workspace mcp.json reached the MCP layer"
     );
+
+    // T2: once trusted the same file starts its server, and the marker shows it, so its absence
+    // above means "not started" rather than "the marker does not work".
+    agent(&env).args(["plugins", "trust"]).assert().success();
+    let list = list_json(&mut agent(&env));
+    assert_eq!(find(&list, "wsserver")["status"], "ready", "{list:?}");
+    assert!(marker.exists(), "a started test server leaves its marker");
 }
 
 #[test]
 fn minimal_profile_starts_nothing() {
-    let tag = format!("minimal-{}", std::process::id());
-    let env = env_with(json!({"t": {"command": test_server_str(), "args": ["serve", tag]}}));
+    let env = env_with(json!({}));
+    let marker = env.config.join("t-started");
+    std::fs::write(
+        env.config.join("cst-agent").join("mcp.json"),
+        serde_json::to_string(&json!({"mcpServers": {"t": marked_server(&marker)}})).unwrap(),
+    )
+    .unwrap();
     let list = list_json(agent(&env).args(["--tools", "minimal"]));
     assert!(list.is_empty(), "E1: --tools minimal loads no MCP server: {list:?}");
+    assert!(
+        !marker.exists(),
+        "E1: --tools minimal started the config dir's server (pid {})",
+        std::fs::read_to_string(&marker).unwrap_or_default().trim()
+    );
+    // With the default profile the same config starts it and leaves the marker.
+    let list = list_json(&mut agent(&env));
+    assert_eq!(find(&list, "t")["status"], "ready", "{list:?}");
+    assert!(marker.exists(), "a started test server leaves its marker");
 }
 
 /// A third-party peer installed by `.ci/run`; a missing one is a failure, not a skip.

@@ -20,8 +20,13 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn new(server: &ScriptedServer) -> Self {
+        Self::with_ws(server, tempfile::tempdir().unwrap())
+    }
+
+    /// Same, with the workspace folder given (the sandbox tests put it outside the temp dirs).
+    pub fn with_ws(server: &ScriptedServer, ws: tempfile::TempDir) -> Self {
         let f = Self {
-            ws: tempfile::tempdir().unwrap(),
+            ws,
             home: tempfile::tempdir().unwrap(),
         };
         let cfg = f.config_dir();

@@ -10,6 +10,8 @@
 //! - `CST_TEST_CANCEL_MARKER`: file the `slow` tool writes when it sees `notifications/cancelled`.
 //! - `CST_TEST_VARIANT_FILE`: file whose trimmed content `X` adds a tool `variant_X` (reload tests).
 //! - `CST_TEST_STDERR`: a line printed on stderr at start.
+//! - `CST_TEST_START_MARKER`: a file the server appends its pid to at start, before anything else,
+//!   so a test can tell afterwards that it was started (its process is gone by then).
 //!
 //! Only JSON-RPC goes to stdout (except in `garbage` mode); logs go to stderr.
 
@@ -198,6 +200,10 @@ impl ServerHandler for TestServer {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    if let Ok(marker) = std::env::var("CST_TEST_START_MARKER") {
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(marker)?;
+        writeln!(f, "{}", std::process::id())?;
+    }
     let mode = std::env::args().nth(1).unwrap_or_else(|| "serve".into());
     if let Ok(line) = std::env::var("CST_TEST_STDERR") {
         eprintln!("{line}");
