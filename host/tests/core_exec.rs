@@ -400,22 +400,30 @@ fn ctrl_c_kills_a_long_shell_command() {
     server.finish();
 }
 
-/// A plugin.json command tool called by the model (needs the extensions work's command runner).
+/// A plugin.json command tool called by the model: its description and schema reach the model
+/// (P3, P5, also under the `inputSchema` spelling) and a call missing a `required` field is
+/// refused before the command starts (P5).
 #[cfg(unix)]
 #[test]
 fn plugin_json_command_tool_call() {
     let server = ScriptedServer::start(vec![
+        Reply::calls(vec![call("p0", "whisper", json!({}))]),
         Reply::calls(vec![call("p1", "shout", json!({"text": "hello"}))]),
         Reply::text("Shouted."),
     ]);
     let f = Fixture::new(&server);
     let dir = f.config_dir().join("plugins").join("x");
     std::fs::create_dir_all(&dir).unwrap();
+    let whisper_schema = json!({"type": "object", "properties": {"text": {"type": "string", "description": "what to say"}},
+                                "required": ["text"]});
     std::fs::write(
         dir.join("plugin.json"),
         json!({"name": "x", "description": "test plugin", "tools": [{
             "name": "shout", "description": "Upper-case the arguments", "command": "tr a-z A-Z", "perm": "read",
             "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+        }, {
+            "name": "whisper", "description": "Lower-case the arguments, quietly", "perm": "read",
+            "command": "touch whisper.ran; tr A-Z a-z", "inputSchema": whisper_schema
         }]})
         .to_string(),
     )
@@ -423,16 +431,38 @@ fn plugin_json_command_tool_call() {
     let out = f.run(&["exec", "shout hello"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let reqs = server.requests();
-    assert!(
-        reqs[0].tool_names().contains(&"shout".to_string()),
-        "{:?}",
-        reqs[0].tool_names()
+    let offered = |name: &str| {
+        reqs[0].body["tools"]
+            .as_array()
+            .and_then(|tools| tools.iter().find(|t| t["function"]["name"] == name))
+            .map(|t| t["function"].clone())
+            .unwrap_or_else(|| panic!("{name} not offered: {:?}", reqs[0].tool_names()))
+    };
+    assert_eq!(offered("shout")["description"], "Upper-case the arguments", "P3");
+    assert_eq!(
+        offered("whisper")["description"],
+        "Lower-case the arguments, quietly",
+        "P3"
     );
-    let result = reqs[1].tool_result("p1").unwrap();
+    assert_eq!(
+        offered("whisper")["parameters"],
+        whisper_schema,
+        "P5: inputSchema is the schema"
+    );
+    let refused = reqs[1].tool_result("p0").unwrap();
+    assert!(refused.contains("text"), "P5: the missing field is named: {refused}");
+    assert!(
+        !f.ws().join("whisper.ran").exists(),
+        "P5: refused before the command started"
+    );
+    let result = reqs[2].tool_result("p1").unwrap();
     assert!(result.contains("\"TEXT\":\"HELLO\""), "{result}");
     server.finish();
     let t = f.transcript();
-    let c = t.iter().find(|r| r["type"] == "tool_call").unwrap();
+    let c = t
+        .iter()
+        .find(|r| r["type"] == "tool_call" && r["tool"] == "shout")
+        .unwrap();
     assert_eq!(c["outcome"], "ok");
     assert!(c["source"].as_str().unwrap().starts_with("command:"), "{c}");
 }

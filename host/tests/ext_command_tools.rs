@@ -147,6 +147,9 @@ fn p2_p6_names_sanitised_perm_recorded_and_listed() {
     assert_eq!(issue["timeout_secs"], 30);
     assert_eq!(get("piped").unwrap()["perm"], "read");
     assert_eq!(get("fails").unwrap()["perm"], "shell", "default perm is shell (P6)");
+    // P7: no `timeout` means 60 s — the limit the runner enforces, as `slow`'s 1 s shows in
+    // p7_timeout_is_124_and_the_group_is_gone.
+    assert_eq!(get("fails").unwrap()["timeout_secs"], 60);
     assert_eq!(get("slow").unwrap()["timeout_secs"], 1);
     assert!(get("jira_search_v2").is_some(), "P2 sanitising");
     assert!(
@@ -190,7 +193,8 @@ fn p7_timeout_over_600_is_an_error_naming_the_file() {
     let dir = plugin(
         &env.config().join("plugins"),
         "long",
-        json!({"name": "long", "tools": [{"name": "too_long", "command": "true", "timeout": 601}, {"name": "ok_tool", "command": "true"}]}),
+        json!({"name": "long", "tools": [{"name": "too_long", "command": "true", "timeout": 601},
+                                          {"name": "ok_tool", "command": "true", "timeout": 600}]}),
         &[],
     );
     let o = env.cli().args(["tools", "list"]).output().unwrap();
@@ -200,6 +204,10 @@ fn p7_timeout_over_600_is_an_error_naming_the_file() {
         "{err}"
     );
     assert!(!stdout(&o).contains("too_long") && stdout(&o).contains("ok_tool"));
+    let o = env.cli().args(["tools", "list", "--json"]).output().unwrap();
+    let list: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let ok = list.iter().find(|t| t["name"] == "ok_tool").unwrap();
+    assert_eq!(ok["timeout_secs"], 600, "600 is the largest allowed");
 }
 
 #[test]
