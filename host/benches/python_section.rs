@@ -33,14 +33,14 @@ pub fn run(b: &Bench) {
     let engine = engine::engine().expect("engine");
     let bytes = std::fs::read(&wasm).expect("read wasm");
     let t = Instant::now();
-    let component = cache::compile(engine, &wasm, &bytes, false).expect("compile");
+    let component = cache::compile(engine, &wasm, &bytes, cache::Progress::Quiet).expect("compile");
     let compile = t.elapsed();
     let sha = cache::sha256_hex(&bytes);
     cache::store(&component, &cache::artifact_path(engine, &sha).expect("path")).expect("store");
     let mut loads = Vec::new();
     for _ in 0..10 {
         let t = Instant::now();
-        cache::load_or_compile(&wasm, &bytes, &sha, false).expect("load");
+        cache::load_or_compile(&wasm, &bytes, &sha, cache::Progress::Quiet).expect("load");
         loads.push(t.elapsed());
     }
     b.row(

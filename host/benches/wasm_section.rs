@@ -155,14 +155,14 @@ pub fn run(b: &Bench) {
         let bytes = std::fs::read(&path).expect("read wasm");
         let sha = cache::sha256_hex(&bytes);
         let t = Instant::now();
-        let component = cache::compile(engine, &path, &bytes, false).expect("compile");
+        let component = cache::compile(engine, &path, &bytes, cache::Progress::Quiet).expect("compile");
         let compile = t.elapsed();
         let artifact = cache::artifact_path(engine, &sha).expect("artifact path");
         cache::store(&component, &artifact).expect("store");
         let mut loads = Vec::new();
         for _ in 0..20 {
             let t = Instant::now();
-            let (_, origin) = cache::load_or_compile(&path, &bytes, &sha, false).expect("load");
+            let (_, origin) = cache::load_or_compile(&path, &bytes, &sha, cache::Progress::Quiet).expect("load");
             loads.push(t.elapsed());
             assert_eq!(origin, cache::Origin::Cached);
         }

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use crate::plugins::{self, LoadedPlugin, PluginManifest};
+use crate::plugins::{self, LoadedPlugin, PluginManifest, PluginPlace};
 use crate::skills::{self, SharedSkills, Skill, SkillIndex};
 use cst_config::settings::SettingsError;
 use cst_protocol::{Diagnostic, DiagnosticKind};
@@ -150,19 +150,26 @@ fn load_plugins_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec
     loaded.untrusted_hint = (!loaded.trusted && has_ws_extensions).then(|| UNTRUSTED_HINT.to_string());
 
     let config = config_dir(warnings);
+    // E4: the workspace's plugins only when trusted, and first (E7).
     let mut plugin_roots = Vec::new();
     if loaded.trusted {
-        plugin_roots.push(agent.join("plugins"));
+        plugin_roots.push((agent.join("plugins"), PluginPlace::Workspace(ws)));
     }
     if let Some(c) = &config {
-        plugin_roots.push(c.join("plugins"));
+        plugin_roots.push((c.join("plugins"), PluginPlace::Installed));
     }
     let mut by_name: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for root in plugin_roots {
+    for (root, place) in plugin_roots {
         for plugin_dir in sorted_subdirs(&root) {
             let file = plugin_dir.join("plugin.json");
             if !file.is_file() {
                 continue;
+            }
+            if let PluginPlace::Workspace(ws) = place {
+                if let Err(e) = inside_workspace(ws, &plugin_dir, &file) {
+                    warnings.push(Diagnostic::in_file(DiagnosticKind::BrokenFile, &file, e));
+                    continue;
+                }
             }
             // Read the name first so a clashing plugin registers nothing (E7).
             let manifest = match PluginManifest::load(&file) {
@@ -176,7 +183,7 @@ fn load_plugins_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec
                 warnings.push(name_clash("plugin", &manifest.name, &file, first));
                 continue;
             }
-            match plugins::load_plugin(&plugin_dir, manifest, &loaded.registry, warnings) {
+            match plugins::load_plugin(&plugin_dir, manifest, place, &loaded.registry, warnings) {
                 Ok(p) => {
                     by_name.insert(p.name.clone(), p.file.clone());
                     loaded
@@ -190,6 +197,44 @@ fn load_plugins_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec
     }
 
     collect_mcp_sources(loaded, opts, config.as_deref(), warnings);
+}
+
+/// A workspace plugin (the workspace is hostile) is read only from inside the workspace: its
+/// folder's real path must be inside the workspace's, and its plugin.json inside the folder.
+fn inside_workspace(ws: &Path, plugin_dir: &Path, file: &Path) -> Result<(), String> {
+    let real = |p: &Path| std::fs::canonicalize(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
+    let (real_ws, real_dir, real_file) = (real(ws)?, real(plugin_dir)?, real(file)?);
+    if !real_dir.starts_with(&real_ws) {
+        return Err(format!(
+            "the plugin folder leads outside the workspace (to {}); not loaded",
+            real_dir.display()
+        ));
+    }
+    if !real_file.starts_with(&real_dir) {
+        return Err(format!(
+            "leads outside the plugin folder (to {}); not loaded",
+            real_file.display()
+        ));
+    }
+    Ok(())
+}
+
+/// A workspace plugin's `skills` folder: a relative path inside the plugin folder (no `..`, no
+/// symlink out of it).
+fn workspace_skills_dir(p: &LoadedPlugin, sub: &str) -> Result<PathBuf, String> {
+    let rel = Path::new(sub);
+    let refused =
+        || format!("`skills` must be a folder inside the plugin folder, not `{sub}`; its skills are not loaded");
+    if rel.is_absolute() || rel.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
+        return Err(refused());
+    }
+    let dir = p.dir.join(rel);
+    if let (Ok(real), Ok(real_plugin)) = (std::fs::canonicalize(&dir), std::fs::canonicalize(&p.dir)) {
+        if !real.starts_with(&real_plugin) {
+            return Err(refused());
+        }
+    }
+    Ok(dir)
 }
 
 /// MCP sources in precedence order (E5, E7): the workspace's `mcp.json` when trusted, the config
@@ -290,7 +335,14 @@ fn load_skills_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<
     }
     for p in &loaded.plugins {
         if let Some(sub) = &p.manifest.skills {
-            roots.push(p.dir.join(sub));
+            if !p.from_workspace {
+                roots.push(p.dir.join(sub));
+                continue;
+            }
+            match workspace_skills_dir(p, sub) {
+                Ok(dir) => roots.push(dir),
+                Err(e) => warnings.push(Diagnostic::in_file(DiagnosticKind::BrokenFile, &p.file, e)),
+            }
         }
     }
     let mut list: Vec<Skill> = Vec::new();

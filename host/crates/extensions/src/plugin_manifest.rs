@@ -9,6 +9,9 @@ use serde_json::Value;
 use cst_protocol::{Diagnostic, DiagnosticKind};
 use cst_registry::{timeout_from_secs, Perm};
 
+/// Largest `plugin.json` read (1 MiB).
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
 /// A plugin folder's `plugin.json`. Unknown keys are ignored so files written for other hosts load.
 #[derive(Debug, Clone, Deserialize)]
 pub struct PluginManifest {
@@ -97,9 +100,35 @@ impl From<ManifestError> for Diagnostic {
 }
 
 impl PluginManifest {
-    /// Read and parse `plugin.json`; syntax errors carry the line and column.
+    /// Read and parse `plugin.json`; syntax errors carry the line and column. A file larger than
+    /// [`MAX_MANIFEST_BYTES`] is refused unread (a workspace can hold anything).
     pub fn load(file: &Path) -> Result<Self, ManifestError> {
-        let text = std::fs::read_to_string(file).map_err(|e| ManifestError::new(file, format!("cannot read: {e}")))?;
+        use std::io::Read;
+        let cannot_read = |e: std::io::Error| ManifestError::new(file, format!("cannot read: {e}"));
+        let too_large = |len: u64| {
+            ManifestError::new(
+                file,
+                format!("too large ({len} bytes; a plugin.json may have at most {MAX_MANIFEST_BYTES})"),
+            )
+        };
+        let meta = std::fs::metadata(file).map_err(cannot_read)?;
+        if !meta.is_file() {
+            // A FIFO would block the open, a device might never end.
+            return Err(ManifestError::new(file, "cannot read: not a regular file"));
+        }
+        let len = meta.len();
+        if len > MAX_MANIFEST_BYTES {
+            return Err(too_large(len));
+        }
+        let mut text = String::new();
+        std::fs::File::open(file)
+            .map_err(cannot_read)?
+            .take(MAX_MANIFEST_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(cannot_read)?;
+        if text.len() as u64 > MAX_MANIFEST_BYTES {
+            return Err(too_large(text.len() as u64));
+        }
         Self::parse(file, &text)
     }
 

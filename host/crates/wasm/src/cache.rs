@@ -54,6 +54,18 @@ fn sidecar(artifact: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// When to print the `compiling …` line on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Never (benches, a tool call).
+    Quiet,
+    /// When compiling takes more than a second (install).
+    IfSlow,
+    /// Whenever the component is compiled rather than loaded from the cache (a workspace plugin
+    /// seen for the first time: the user learns that something new was compiled).
+    Always,
+}
+
 /// How a component was obtained (for the bench and install output).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
@@ -62,8 +74,8 @@ pub enum Origin {
 }
 
 /// Load the component for `wasm` (content hash `sha`) from the cache, or compile it and write the
-/// cache entry. `progress` prints a line on stderr when compiling takes more than a second.
-pub fn load_or_compile(file: &Path, wasm: &[u8], sha: &str, progress: bool) -> Result<(Component, Origin), String> {
+/// cache entry. `progress` says when a line is printed on stderr while compiling.
+pub fn load_or_compile(file: &Path, wasm: &[u8], sha: &str, progress: Progress) -> Result<(Component, Origin), String> {
     let engine = engine::engine()?;
     let artifact = artifact_path(engine, sha)?;
     if let Some(c) = load_cached(engine, &artifact) {
@@ -99,17 +111,23 @@ fn load_cached(engine: &Engine, artifact: &Path) -> Option<Component> {
     }
 }
 
-/// Compile `wasm`, printing a progress line when it takes more than a second.
-pub fn compile(engine: &Engine, file: &Path, wasm: &[u8], progress: bool) -> Result<Component, String> {
+/// Compile `wasm`, printing a progress line as `progress` says.
+pub fn compile(engine: &Engine, file: &Path, wasm: &[u8], progress: Progress) -> Result<Component, String> {
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let notice = progress.then(|| {
-        let name = file.display().to_string();
-        std::thread::spawn(move || {
+    let name = file.display().to_string();
+    let line = move || eprintln!("compiling {name} (large components take a few seconds)...");
+    let notice = match progress {
+        Progress::Quiet => None,
+        Progress::Always => {
+            line();
+            None
+        }
+        Progress::IfSlow => Some(std::thread::spawn(move || {
             if done_rx.recv_timeout(Duration::from_secs(1)).is_err() {
-                eprintln!("compiling {name} (large components take a few seconds)...");
+                line();
             }
-        })
-    });
+        })),
+    };
     let started = Instant::now();
     let result = Component::from_binary(engine, wasm);
     drop(done_tx);

@@ -14,6 +14,32 @@ pub const WORLD_VERSION: &str = "0.1.0";
 
 const TOOL_EXPORT_PREFIX: &str = "cst:plugin/tool@";
 
+/// Read a `.wasm` file of at most `max` bytes. The size is checked before reading, and only a
+/// regular file is opened (a FIFO or a device could block or never end); the read itself stops
+/// after `max + 1` bytes in case the file grows meanwhile.
+pub fn read_limited(file: &Path, max: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let f = file.display();
+    let meta = std::fs::metadata(file).map_err(|e| format!("{f}: cannot read: {e}"))?;
+    let too_large = |len: u64| format!("{f}: too large ({len} bytes; at most {max} bytes are read)");
+    if !meta.is_file() {
+        return Err(format!("{f}: not a regular file"));
+    }
+    if meta.len() > max {
+        return Err(too_large(meta.len()));
+    }
+    let file_handle = std::fs::File::open(file).map_err(|e| format!("{f}: cannot read: {e}"))?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file_handle
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{f}: cannot read: {e}"))?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
 /// Check the 8-byte header: refuse core modules and anything that is not wasm, before compiling.
 pub fn check_header(file: &Path, bytes: &[u8]) -> Result<(), String> {
     let f = file.display();
@@ -92,6 +118,20 @@ mod tests {
             .contains("core wasm module"));
         assert!(check_header(p, b"\0as").unwrap_err().contains("truncated"));
         assert!(check_header(p, b"hello world").unwrap_err().contains("not a wasm file"));
+    }
+
+    #[test]
+    fn read_limited_checks_size_and_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = dir.path().join("small.wasm");
+        std::fs::write(&small, b"0123456789").unwrap();
+        assert_eq!(read_limited(&small, 10).unwrap().len(), 10);
+        let e = read_limited(&small, 9).unwrap_err();
+        assert!(e.contains("small.wasm") && e.contains("too large (10 bytes"), "{e}");
+        let e = read_limited(dir.path(), 10).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        let e = read_limited(&dir.path().join("missing.wasm"), 10).unwrap_err();
+        assert!(e.contains("missing.wasm: cannot read"), "{e}");
     }
 
     #[test]

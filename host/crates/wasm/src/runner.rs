@@ -173,14 +173,21 @@ impl AsyncWrite for Captured {
     }
 }
 
-/// One installed wasm plugin; shared by all of its tools.
+/// One wasm plugin (installed, or from a trusted workspace); shared by all of its tools.
 pub struct WasmPlugin {
     name: Arc<str>,
     wasm: PathBuf,
-    /// sha256 recorded at install; the file is checked against it before it is loaded.
+    /// sha256 recorded at install (or when a workspace plugin was loaded); the file is checked
+    /// against it before it is loaded.
     expected_sha256: Option<String>,
     caps: Capabilities,
     limits: Limits,
+    /// Largest `.wasm` read; `None`: no limit (an installed plugin is the user's own file).
+    max_bytes: Option<u64>,
+    /// What to do when the file no longer has the expected sha256; `None`: reinstall.
+    changed_advice: Option<String>,
+    /// When `list_tools` compiles, always say so (not only when it is slow).
+    announce_compile: bool,
     pre: OnceLock<Result<PluginPre<State>, String>>,
 }
 
@@ -192,8 +199,29 @@ impl WasmPlugin {
             expected_sha256,
             caps,
             limits,
+            max_bytes: None,
+            changed_advice: None,
+            announce_compile: false,
             pre: OnceLock::new(),
         }
+    }
+
+    /// Refuse a `.wasm` file larger than `max` bytes without reading it (a workspace's plugin).
+    pub fn with_max_bytes(mut self, max: u64) -> Self {
+        self.max_bytes = Some(max);
+        self
+    }
+
+    /// What the error says to do when the file changed since its sha256 was taken.
+    pub fn with_changed_advice(mut self, advice: impl Into<String>) -> Self {
+        self.changed_advice = Some(advice.into());
+        self
+    }
+
+    /// Print the `compiling …` line whenever `list_tools` compiles the component.
+    pub fn announce_compile(mut self) -> Self {
+        self.announce_compile = true;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -202,26 +230,40 @@ impl WasmPlugin {
 
     /// Load (cache or compile), check the world version, and pre-link once.
     pub fn prepare(&self, progress: bool) -> Result<(), String> {
+        let progress = if progress {
+            cache::Progress::IfSlow
+        } else {
+            cache::Progress::Quiet
+        };
         self.pre_or_load(progress).map(|_| ())
     }
 
-    fn pre_or_load(&self, progress: bool) -> Result<&PluginPre<State>, String> {
+    fn pre_or_load(&self, progress: cache::Progress) -> Result<&PluginPre<State>, String> {
         self.pre
             .get_or_init(|| self.load(progress))
             .as_ref()
             .map_err(|e| e.clone())
     }
 
-    fn load(&self, progress: bool) -> Result<PluginPre<State>, String> {
-        let bytes = std::fs::read(&self.wasm).map_err(|e| format!("{}: cannot read: {e}", self.wasm.display()))?;
+    fn load(&self, progress: cache::Progress) -> Result<PluginPre<State>, String> {
+        let bytes = match self.max_bytes {
+            Some(max) => inspect::read_limited(&self.wasm, max)?,
+            None => std::fs::read(&self.wasm).map_err(|e| format!("{}: cannot read: {e}", self.wasm.display()))?,
+        };
         inspect::check_header(&self.wasm, &bytes)?;
         let sha = cache::sha256_hex(&bytes);
         if let Some(expected) = &self.expected_sha256 {
             if *expected != sha {
-                return Err(format!(
-                    "{}: changed since it was installed (sha256 {sha}, recorded {expected}); run `cst-agent plugins install` again",
-                    self.wasm.display()
-                ));
+                return Err(match &self.changed_advice {
+                    None => format!(
+                        "{}: changed since it was installed (sha256 {sha}, recorded {expected}); run `cst-agent plugins install` again",
+                        self.wasm.display()
+                    ),
+                    Some(advice) => format!(
+                        "{}: changed since its tools were listed (sha256 {sha}, listed {expected}); {advice}",
+                        self.wasm.display()
+                    ),
+                });
             }
         }
         let (component, _) = cache::load_or_compile(&self.wasm, &bytes, &sha, progress)?;
@@ -318,7 +360,12 @@ impl WasmPlugin {
 
     /// `list-tools`, run under the plugin's limits (used by install).
     pub async fn list_tools(&self, workspace: &Path, timeout: Duration) -> Result<Vec<ListedTool>, String> {
-        let pre = self.pre_or_load(true)?;
+        let progress = if self.announce_compile {
+            cache::Progress::Always
+        } else {
+            cache::Progress::IfSlow
+        };
+        let pre = self.pre_or_load(progress)?;
         let (mut store, out, err) = self.new_store(workspace, timeout)?;
         let result = async {
             let inst = pre.instantiate_async(&mut store).await?;
@@ -353,7 +400,7 @@ impl WasmPlugin {
         workspace: &Path,
         timeout: Duration,
     ) -> Result<String, Failure> {
-        let pre = self.pre_or_load(false).map_err(failed)?;
+        let pre = self.pre_or_load(cache::Progress::Quiet).map_err(failed)?;
         let (mut store, out, err) = self.new_store(workspace, timeout).map_err(failed)?;
         let result = async {
             let inst = pre.instantiate_async(&mut store).await?;

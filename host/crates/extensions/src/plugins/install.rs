@@ -224,7 +224,7 @@ async fn inspect_component(
     let bytes = std::fs::read(&decl.file).map_err(|e| format!("{}: cannot read: {e}", shown.display()))?;
     cst_wasm::inspect::check_header(shown, &bytes)?;
     let sha = cst_wasm::cache::sha256_hex(&bytes);
-    let (component, _) = cst_wasm::cache::load_or_compile(shown, &bytes, &sha, true)?;
+    let (component, _) = cst_wasm::cache::load_or_compile(shown, &bytes, &sha, cst_wasm::cache::Progress::IfSlow)?;
     let engine = cst_wasm::engine::engine()?;
     let world_version = cst_wasm::inspect::world_version(shown, engine, &component)?;
     drop(component);
@@ -240,6 +240,28 @@ async fn inspect_component(
         .list_tools(workspace, decl.timeout)
         .await
         .map_err(|e| format!("{}: {e}", shown.display()))?;
+    let tools = check_listed(shown, listed)?;
+    let meta = std::fs::metadata(&decl.file).map_err(|e| e.to_string())?;
+    Ok(InstalledRecord {
+        format: RECORD_FORMAT,
+        name: name.to_string(),
+        wasm: decl
+            .file
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        sha256: sha,
+        size: meta.len(),
+        mtime: mtime(&meta).unwrap_or((0, 0)),
+        world_version,
+        tools,
+    })
+}
+
+/// Check what `list-tools` returned — at least one tool, valid and distinct names, input
+/// schemas that are JSON Schema — and turn it into the recorded form. `shown` is the file named
+/// in errors. Install and workspace plugins check the same way.
+pub fn check_listed(shown: &Path, listed: Vec<cst_wasm::ListedTool>) -> Result<Vec<RecordedTool>, String> {
     if listed.is_empty() {
         return Err(format!("{}: list-tools returned no tools", shown.display()));
     }
@@ -265,21 +287,7 @@ async fn inspect_component(
             perm: t.perm,
         });
     }
-    let meta = std::fs::metadata(&decl.file).map_err(|e| e.to_string())?;
-    Ok(InstalledRecord {
-        format: RECORD_FORMAT,
-        name: name.to_string(),
-        wasm: decl
-            .file
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        sha256: sha,
-        size: meta.len(),
-        mtime: mtime(&meta).unwrap_or((0, 0)),
-        world_version,
-        tools,
-    })
+    Ok(tools)
 }
 
 /// Copy a plugin folder; build output (`target`), VCS data and symlinks are not copied.

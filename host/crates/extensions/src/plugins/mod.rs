@@ -2,6 +2,7 @@
 //! and turning one plugin folder into registered tools.
 
 pub mod install;
+pub mod workspace;
 
 pub use crate::plugin_manifest::{CommandLine, CommandToolDecl, ManifestError, PluginManifest};
 
@@ -13,6 +14,16 @@ use cst_protocol::{Diagnostic, DiagnosticKind};
 use cst_registry::{Confinement, Registry, SourceKind, ToolSource, ToolSpec};
 use cst_wasm::{WasmPlugin, WasmToolRunner};
 
+/// Where a plugin folder was found; it decides where its wasm tools come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PluginPlace<'a> {
+    /// Installed (`<config>/plugins`): the tools come from the install record `installed.json`.
+    Installed,
+    /// `<ws>/.agent/plugins` of a trusted workspace (E4): no install step; the tools come from a
+    /// record in the cache dir keyed by the component's content ([`workspace`]).
+    Workspace(&'a Path),
+}
+
 /// A plugin folder that loaded, with the names of the tools it registered.
 #[derive(Debug, Clone)]
 pub struct LoadedPlugin {
@@ -21,6 +32,8 @@ pub struct LoadedPlugin {
     pub file: PathBuf,
     pub manifest: PluginManifest,
     pub tools: Vec<String>,
+    /// Found in the workspace's `.agent/plugins` (so its paths are checked more strictly).
+    pub from_workspace: bool,
 }
 
 /// Load one plugin folder: parse `plugin.json`, register its command tools (POSIX only) and its
@@ -32,13 +45,15 @@ pub fn load_plugin_dir(
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<LoadedPlugin, ManifestError> {
     let manifest = PluginManifest::load(&dir.join("plugin.json"))?;
-    load_plugin(dir, manifest, registry, warnings)
+    load_plugin(dir, manifest, PluginPlace::Installed, registry, warnings)
 }
 
-/// [`load_plugin_dir`] for a manifest already read (discovery reads it first for the E7 check).
+/// [`load_plugin_dir`] for a manifest already read (discovery reads it first for the E7 check),
+/// found at `place`.
 pub fn load_plugin(
     dir: &Path,
     manifest: PluginManifest,
+    place: PluginPlace<'_>,
     registry: &Registry,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<LoadedPlugin, ManifestError> {
@@ -49,10 +64,14 @@ pub fn load_plugin(
         file,
         manifest,
         tools: Vec::new(),
+        from_workspace: matches!(place, PluginPlace::Workspace(_)),
     };
     // The wasm part first: its errors (e.g. an unknown capability) fail the plugin before any
     // tool is registered.
-    let wasm_tools = register_wasm_tools(&loaded, registry, warnings)?;
+    let wasm_tools = match place {
+        PluginPlace::Installed => register_wasm_tools(&loaded, registry, warnings)?,
+        PluginPlace::Workspace(ws) => register_workspace_wasm_tools(&loaded, ws, registry, warnings)?,
+    };
     loaded.tools.extend(wasm_tools);
     // Command tools (P1–P12); POSIX only, skipped with one message elsewhere.
     loaded.tools.extend(crate::command_tools::register_all(
@@ -113,9 +132,61 @@ fn register_wasm_tools(
         decl.caps,
         decl.limits,
     ));
+    Ok(register_recorded(
+        p,
+        plugin,
+        record.tools,
+        decl.timeout,
+        registry,
+        warnings,
+    ))
+}
+
+/// The wasm part of a trusted workspace's plugin folder (E4): checked as hostile input, its
+/// tools from the cache dir's record or, the first time, from the component
+/// ([`workspace::load`]). A problem with the component skips its tools with a warning naming
+/// the file; the plugin's other parts and every other plugin still load.
+fn register_workspace_wasm_tools(
+    p: &LoadedPlugin,
+    ws: &Path,
+    registry: &Registry,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<Vec<String>, ManifestError> {
+    let Some(decl) = install::wasm_decl(&p.dir, &p.file, &p.manifest)? else {
+        return Ok(Vec::new());
+    };
+    match workspace::load(&p.name, &p.dir, &decl, ws) {
+        Ok(c) => Ok(register_recorded(
+            p,
+            c.plugin,
+            c.tools,
+            decl.timeout,
+            registry,
+            warnings,
+        )),
+        Err(refused) => {
+            warnings.push(Diagnostic::in_file(
+                DiagnosticKind::BrokenFile,
+                refused.file,
+                format!("wasm tools skipped: {}", refused.message),
+            ));
+            Ok(Vec::new())
+        }
+    }
+}
+
+/// Register a component's recorded tools, all run by `plugin`; a taken name is a warning (E7).
+fn register_recorded(
+    p: &LoadedPlugin,
+    plugin: Arc<WasmPlugin>,
+    tools: Vec<install::RecordedTool>,
+    timeout: std::time::Duration,
+    registry: &Registry,
+    warnings: &mut Vec<Diagnostic>,
+) -> Vec<String> {
     let runner = Arc::new(WasmToolRunner { plugin });
     let mut names = Vec::new();
-    for t in record.tools {
+    for t in tools {
         let spec = ToolSpec {
             name: t.name.clone(),
             description: t.description,
@@ -126,7 +197,7 @@ fn register_wasm_tools(
                 owner: p.name.clone(),
                 file: Some(p.file.clone()),
             },
-            timeout: decl.timeout,
+            timeout,
             // A component reaches only what its capabilities pre-open, whatever the gate says.
             confine_with: Confinement::None,
         };
@@ -135,5 +206,5 @@ fn register_wasm_tools(
             Err(clash) => warnings.push(clash.into()),
         }
     }
-    Ok(names)
+    names
 }
