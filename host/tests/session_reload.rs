@@ -6,39 +6,15 @@
 mod mcp_support;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use cst_agent::approvals::ApprovalMode;
 use cst_agent::core::{Event, Op, ReloadTarget, SessionBuilder, SessionHandle};
 use cst_agent::protocol::{Changed, Diagnostic, ExtensionKind, ReloadSummary};
-use cst_test_support::session::{close, model, turn, until};
+use cst_test_support::session::{close, config_home, model, set_trust, turn, until};
 use cst_test_support::{call, Reply, ScriptedServer};
 use mcp_support::{running, test_server};
 use serde_json::{json, Value};
-
-/// One config dir for this test binary: the config dir comes from the environment, which the
-/// tests of one process share, so it is set once, before any test reads it.
-fn config_home() -> &'static Path {
-    static HOME: OnceLock<PathBuf> = OnceLock::new();
-    HOME.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap().keep();
-        std::env::set_var("XDG_CONFIG_HOME", dir.join("config"));
-        std::env::set_var("XDG_CACHE_HOME", dir.join("cache"));
-        dir
-    })
-}
-
-/// settings.json is replaced atomically but not locked: the tests' trust changes take turns.
-fn set_trust(ws: &Path, trusted: bool) {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if trusted {
-        cst_agent::trust::trust(ws).unwrap();
-    } else {
-        cst_agent::trust::untrust(ws).unwrap();
-    }
-}
 
 fn workspace() -> tempfile::TempDir {
     config_home();

@@ -7,7 +7,6 @@
 mod wasm_common;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use serde_json::{json, Value};
 use wasm_common::{example_dir, files_in, wasm, Env};
@@ -360,32 +359,10 @@ fn e7_workspace_component_wins_over_the_installed_one() {
 
 // ---- in-process: the session (T2) and the library ----
 
-/// One config and cache home for the in-process tests of this binary (the environment is
-/// process-wide); the CLI tests above pass their own to the binary.
-fn home() -> &'static Path {
-    static HOME: OnceLock<PathBuf> = OnceLock::new();
-    HOME.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap().keep();
-        std::env::set_var("XDG_CONFIG_HOME", dir.join("config"));
-        std::env::set_var("XDG_CACHE_HOME", dir.join("cache"));
-        dir
-    })
-}
-
-/// settings.json is replaced atomically but not locked: the tests' trust changes take turns.
-fn set_trust(ws: &Path, trusted: bool) {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    home();
-    if trusted {
-        cst_agent::trust::trust(ws).unwrap();
-    } else {
-        cst_agent::trust::untrust(ws).unwrap();
-    }
-}
+use cst_test_support::session::{config_home, set_trust};
 
 fn workspace() -> (tempfile::TempDir, PathBuf) {
-    home();
+    config_home();
     let t = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(t.path()).unwrap();
     (t, root)

@@ -79,3 +79,32 @@ pub async fn close(mut h: SessionHandle) {
     let _ = h.ops.send(Op::Shutdown);
     until(&mut h, |e| matches!(e, Event::SessionClosed)).await;
 }
+
+/// One config and cache home for the in-process tests of a test binary: the config dir comes
+/// from the environment, which the tests of one process share, so it is set once, before any
+/// test reads it.
+pub fn config_home() -> &'static Path {
+    static HOME: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("cst-test-home-{}", std::process::id()));
+        std::env::set_var("XDG_CONFIG_HOME", dir.join("config"));
+        std::env::set_var("XDG_CACHE_HOME", dir.join("cache"));
+        dir
+    })
+}
+
+/// Trust or untrust `ws` in [`config_home`]'s settings.json. The file is replaced atomically
+/// but not locked, so the tests' trust changes take turns.
+pub fn set_trust(ws: &Path, trusted: bool) {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    config_home();
+    let result = if trusted {
+        cst_config::trust::trust(ws).map(drop)
+    } else {
+        cst_config::trust::untrust(ws).map(drop)
+    };
+    if let Err(e) = result {
+        panic!("cannot change the trust of {}: {e}", ws.display());
+    }
+}
