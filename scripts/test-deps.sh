@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Installs everything the tests need on a fresh machine (idempotent), then builds the example
-# plugins. Registries only: rustup targets, npm and PyPI packages.
+# plugins. Registries only: rustup targets, apt (bubblewrap), npm and PyPI packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 rustup target add wasm32-wasip2 >/dev/null
+
+# bubblewrap: the process sandbox of run_shell and command tools (P11, issue 13). The host runs
+# only /usr/bin/bwrap, so it comes from the system's packages (Debian's `bubblewrap`).
+if [ "$(uname -s)" = Linux ] && [ ! -x /usr/bin/bwrap ] && command -v apt-get >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null
+fi
 
 # Third-party MCP servers for the MCP tests (M*), installed into target/ (never committed).
 PEERS=target/mcp-peers

@@ -371,31 +371,29 @@ fn ctrl_c_cancels_a_blocked_builtin() {
 #[cfg(unix)]
 #[test]
 fn ctrl_c_kills_a_long_shell_command() {
+    // Found by its unique command line: in the command's own PID namespace `$$` is not a host pid.
+    let nap = format!("60.{}", std::process::id());
     let server = ScriptedServer::start(vec![Reply::calls(vec![call(
         "s1",
         "run_shell",
-        json!({"command": "echo $$ > sleeper.pid; exec sleep 60"}),
+        json!({"command": format!("exec sleep {nap}")}),
     )])]);
     let f = Fixture::new(&server);
     let (out, _) = interrupt_during_tool(&f, &["exec", "--approval", "full", "wait"], "run_shell");
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
-    let pid_file = f.ws.path().join("sleeper.pid");
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap_or_else(|e| panic!("{}: {e}", pid_file.display()))
-        .trim()
-        .parse()
-        .unwrap();
-    let gone = |pid: i32| {
-        // Dead, or a zombie nobody reaped yet.
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
-            .unwrap_or(true)
+    let cmdline = format!("sleep\0{nap}\0");
+    let running = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == cmdline.as_bytes())
+                && std::fs::read_to_string(e.path().join("stat"))
+                    .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+        })
     };
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !gone(pid) && Instant::now() < deadline {
+    while running() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(gone(pid), "the shell command (pid {pid}) survived Ctrl-C");
+    assert!(!running(), "the shell command (sleep {nap}) survived Ctrl-C");
     assert_cancelled_transcript(&f, "s1");
     server.finish();
 }

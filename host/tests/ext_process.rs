@@ -1,5 +1,6 @@
 //! The native process runner (P7, P10): order, cap, bounded memory, deadline, no survivors.
-//! Linux only because survivors are found through /proc.
+//! Linux only because survivors are found through /proc (by a marker in their environment: where
+//! bubblewrap runs, a command's `$$` is a pid of its own PID namespace).
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
@@ -8,11 +9,17 @@ use std::time::Duration;
 use cst_agent::process::{run_captured, ProcessOutput, ProcessSpec};
 use tokio_util::sync::CancellationToken;
 
+static MARKS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 fn spec(script: &str, dir: &Path, timeout_ms: u64) -> ProcessSpec {
+    let n = MARKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     ProcessSpec {
         argv: vec!["sh".into(), "-c".into(), script.into()],
         cwd: dir.to_path_buf(),
-        env: vec![("EXT_TEST".into(), "yes".into())],
+        env: vec![
+            ("EXT_TEST".into(), "yes".into()),
+            ("EXT_MARK".into(), format!("{}-{n}", std::process::id())),
+        ],
         stdin: Vec::new(),
         timeout: Duration::from_millis(timeout_ms),
         sandbox: None,
@@ -28,25 +35,35 @@ async fn run(s: ProcessSpec) -> ProcessOutput {
         .expect("the runner failed")
 }
 
-/// Processes of group `pgid` that are still running (zombies waiting for a reaper don't count).
-fn live_in_group(pgid: i32) -> Vec<String> {
+/// The marker in the environment of every process `s` starts.
+fn mark(s: &ProcessSpec) -> String {
+    s.env
+        .iter()
+        .find(|(k, _)| k == "EXT_MARK")
+        .map(|(k, v)| format!("{k}={v}"))
+        .expect("spec() sets EXT_MARK")
+}
+
+/// Processes carrying `mark` in their environment that are still running (zombies waiting for a
+/// reaper don't count).
+fn live_marked(mark: &str) -> Vec<String> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if !env.split(|b| *b == 0).any(|v| v == mark.as_bytes()) {
+            continue;
+        }
         let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
             continue;
         };
         let Some(close) = stat.rfind(')') else { continue };
-        let fields: Vec<&str> = stat[close + 2..].split_whitespace().collect();
-        // state ppid pgrp ...
-        if fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z" {
+        if !stat[close + 2..].starts_with('Z') {
             out.push(stat.clone());
         }
     }
     out
-}
-
-fn read_pid(file: &Path) -> i32 {
-    std::fs::read_to_string(file).unwrap().trim().parse().unwrap()
 }
 
 #[tokio::test]
@@ -109,12 +126,13 @@ async fn p7_timeout_kills_the_whole_group_with_no_survivors() {
     let d = tempfile::tempdir().unwrap();
     let pidfile = d.path().join("pid");
     let script = format!("echo $$ > {}; echo started; sleep 1000 & sleep 1000", pidfile.display());
-    let out = run(spec(&script, d.path(), 700)).await;
+    let s = spec(&script, d.path(), 700);
+    let m = mark(&s);
+    let out = run(s).await;
     assert!(out.timed_out);
     assert_eq!(out.exit_code, Some(124));
     assert_eq!(out.output, "started\n");
-    let pgid = read_pid(&pidfile);
-    assert!(live_in_group(pgid).is_empty(), "{:?}", live_in_group(pgid));
+    assert!(live_marked(&m).is_empty(), "{:?}", live_marked(&m));
 }
 
 #[tokio::test]
@@ -125,11 +143,12 @@ async fn p7_a_tool_ignoring_sigterm_is_killed() {
         "trap '' TERM; echo $$ > {}; sleep 1000 & while true; do sleep 1; done",
         pidfile.display()
     );
-    let out = run(spec(&script, d.path(), 700)).await;
+    let s = spec(&script, d.path(), 700);
+    let m = mark(&s);
+    let out = run(s).await;
     assert!(out.timed_out);
     assert_eq!(out.exit_code, Some(124));
-    let pgid = read_pid(&pidfile);
-    assert!(live_in_group(pgid).is_empty(), "{:?}", live_in_group(pgid));
+    assert!(live_marked(&m).is_empty(), "{:?}", live_marked(&m));
 }
 
 #[tokio::test]
@@ -138,11 +157,12 @@ async fn a_grandchild_holding_stdout_does_not_hang_the_host_and_dies() {
     let pidfile = d.path().join("pid");
     // The main process exits at once; its background child keeps the output pipe open.
     let script = format!("echo $$ > {}; sleep 1000 & echo done", pidfile.display());
-    let out = run(spec(&script, d.path(), 60_000)).await;
+    let s = spec(&script, d.path(), 60_000);
+    let m = mark(&s);
+    let out = run(s).await;
     assert!(!out.timed_out);
     assert_eq!((out.output.as_str(), out.exit_code), ("done\n", Some(0)));
-    let pgid = read_pid(&pidfile);
-    assert!(live_in_group(pgid).is_empty(), "{:?}", live_in_group(pgid));
+    assert!(live_marked(&m).is_empty(), "{:?}", live_marked(&m));
 }
 
 #[tokio::test]
@@ -154,6 +174,7 @@ async fn cancellation_kills_the_group() {
         d.path(),
         60_000,
     );
+    let m = mark(&s);
     let cancel = s.cancel.clone();
     s.cancel = cancel.clone();
     tokio::spawn(async move {
@@ -162,8 +183,7 @@ async fn cancellation_kills_the_group() {
     });
     let out = run(s).await;
     assert!(out.cancelled && !out.timed_out);
-    let pgid = read_pid(&pidfile);
-    assert!(live_in_group(pgid).is_empty(), "{:?}", live_in_group(pgid));
+    assert!(live_marked(&m).is_empty(), "{:?}", live_marked(&m));
 }
 
 #[tokio::test]
@@ -175,6 +195,7 @@ async fn dropping_the_future_kills_the_group() {
         d.path(),
         60_000,
     );
+    let m = mark(&s);
     let task = tokio::spawn(run_captured(s));
     // Wait until the script is running, then drop the future.
     for _ in 0..200 {
@@ -183,19 +204,18 @@ async fn dropping_the_future_kills_the_group() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let pgid = read_pid(&pidfile);
-    // The check below would see these processes: it finds the running group now.
-    assert!(!live_in_group(pgid).is_empty());
+    // The check below would see these processes: it finds them running now.
+    assert!(!live_marked(&m).is_empty());
     task.abort();
     let _ = task.await;
     // SIGKILL is immediate, but give the kernel a moment to finish the exits.
     for _ in 0..100 {
-        if live_in_group(pgid).is_empty() {
+        if live_marked(&m).is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(live_in_group(pgid).is_empty(), "{:?}", live_in_group(pgid));
+    assert!(live_marked(&m).is_empty(), "{:?}", live_marked(&m));
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
-//! The shell sandbox (P11): under Landlock a command may write only the workspace and the temp
-//! dirs; reads stay open; the host itself is not confined. Checked in folders outside every temp
-//! dir, on the process runner, through a gate, and end to end through `cst-agent exec`. Without
-//! Landlock the tests skip loudly, except under `CI` (set by `.ci/run`), where they fail.
+//! The shell sandbox (P11): a sandboxed command may write only the workspace and temp dirs; reads
+//! stay open; the host itself is not confined. Checked in folders outside every temp dir, on the
+//! process runner, through a gate, and end to end through `cst-agent exec`. Without the full
+//! sandbox (bubblewrap + seccomp) the tests skip loudly, except under `CI` (set by `.ci/run`),
+//! where they fail. The attacks of issue 13 are in `sandbox_escapes.rs`.
 #![cfg(target_os = "linux")]
 
 mod exec_support;
@@ -15,13 +16,13 @@ use cst_test_support::{call, Reply, ScriptedServer};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
-use cst_agent::process::{run_captured, ProcessSpec};
-use cst_agent::sandbox::{status, SandboxStatus};
+use cst_agent::process::{run_captured, ProcessSpec, SandboxPolicy};
+use cst_agent::sandbox::status;
 use cst_agent::tools::{Confinement, Decision, PermissionGate, ToolContext, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
-/// `.ci/run` sets `CI=true`: CI machines have Landlock, so there a test that cannot run fails
-/// instead of skipping.
+/// `.ci/run` sets `CI=true`: CI machines have Landlock, bubblewrap and user namespaces, so there a
+/// test that cannot run fails instead of skipping.
 fn in_ci() -> bool {
     matches!(std::env::var("CI").as_deref(), Ok(v) if !v.is_empty() && v != "false" && v != "0")
 }
@@ -33,14 +34,14 @@ fn cannot_run(why: &str) -> bool {
     false
 }
 
-/// Whether the kernel has Landlock (else skip, or fail under CI).
+/// Whether the full sandbox runs here (else skip, or fail under CI).
 fn landlock_or_skip() -> bool {
-    match status() {
-        SandboxStatus::Landlock { abi } => {
-            eprintln!("sandbox: landlock ABI {abi}");
-            true
-        }
-        SandboxStatus::Unavailable(why) => cannot_run(&format!("this kernel has no usable landlock: {why}")),
+    let st = status();
+    if st.available() {
+        eprintln!("sandbox: {st}");
+        true
+    } else {
+        cannot_run(&format!("this machine has no full process sandbox: {st}"))
     }
 }
 
@@ -48,7 +49,7 @@ fn landlock_or_skip() -> bool {
 /// succeeding or failing is the sandbox's doing, not /tmp's: under the target dir
 /// (`CARGO_TARGET_TMPDIR`), else under `$HOME`. Workspaces of these tests live in it too.
 fn scratch() -> Option<tempfile::TempDir> {
-    let writable: Vec<PathBuf> = cst_agent::sandbox::writable_dirs(Path::new("/nonexistent-ws"))
+    let writable: Vec<PathBuf> = cst_agent::sandbox::writable_dirs(Path::new("/nonexistent-ws"), true)
         .iter()
         .filter_map(|d| std::fs::canonicalize(d).ok())
         .collect();
@@ -77,7 +78,7 @@ fn spec(script: &str, ws: &Path, sandbox: bool) -> ProcessSpec {
         env: Vec::new(),
         stdin: Vec::new(),
         timeout: Duration::from_secs(20),
-        sandbox: sandbox.then(|| ws.to_path_buf()),
+        sandbox: sandbox.then(|| SandboxPolicy::workspace(ws)),
         cancel: CancellationToken::new(),
     }
 }
@@ -98,7 +99,7 @@ fn kernel_landlock_abi() -> Option<i64> {
 }
 
 #[test]
-fn p11_status_names_the_landlock_abi() {
+fn p11_status_says_what_is_enforced() {
     let out = ext_support::Env::new().cli().arg("status").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -107,13 +108,38 @@ fn p11_status_names_the_landlock_abi() {
         .find(|l| l.starts_with("sandbox: "))
         .unwrap_or_else(|| panic!("no sandbox line in `cst-agent status`: {stdout}"));
     let kernel = kernel_landlock_abi();
-    match kernel {
-        Some(abi) => assert_eq!(line, format!("sandbox: landlock ABI {abi}")),
-        None => {
-            assert!(line.starts_with("sandbox: none ("), "{line}");
-            assert!(!in_ci(), "CI machines have Landlock; the kernel says none here");
+    // bubblewrap runs here when its probe (namespaces, no capabilities) succeeds.
+    let bwrap = std::process::Command::new("/usr/bin/bwrap")
+        .args([
+            "--unshare-all",
+            "--unshare-user",
+            "--ro-bind",
+            "/",
+            "/",
+            "--",
+            "/bin/true",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if bwrap {
+        assert!(
+            line.starts_with("sandbox: bubblewrap ") && line.contains(" + seccomp ("),
+            "{line}"
+        );
+    } else {
+        assert!(!in_ci(), "CI machines have bubblewrap and user namespaces: {line}");
+        match kernel {
+            Some(abi) => assert!(
+                line.starts_with(&format!("sandbox: partial: landlock ABI {abi} ")),
+                "{line}"
+            ),
+            None => assert!(line.starts_with("sandbox: none ("), "{line}"),
         }
     }
+    assert!(
+        kernel.is_some() || !in_ci(),
+        "CI machines have Landlock; the kernel says none here"
+    );
     // Where securityfs is mounted, the list of active LSMs must agree with the kernel's answer.
     if let Ok(lsm) = std::fs::read_to_string("/sys/kernel/security/lsm") {
         assert_eq!(

@@ -57,7 +57,8 @@ pub enum Verdict {
 }
 
 /// The mode table for a tool of category `perm` whose runner enforces `confine_with` when
-/// confined. `sandbox` says whether this system has Landlock (P11).
+/// confined. `sandbox` says whether this system has the full process sandbox (bubblewrap +
+/// seccomp, `cst_extensions::sandbox::available`), not a partial one (P11).
 pub fn verdict(mode: ApprovalMode, perm: Perm, confine_with: Confinement, sandbox: bool) -> Verdict {
     use ApprovalMode::*;
     let runs = match (mode, perm) {

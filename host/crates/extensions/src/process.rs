@@ -1,6 +1,6 @@
-//! Running a native child process the way tools need it (POSIX): its own process group, stdin
-//! fed, stdout+stderr captured in the order produced with a byte cap, a deadline that kills the
-//! whole group (TERM, then KILL), cancellation, and the optional shell sandbox (P11).
+//! Running a native child process the way tools need it (POSIX): its own session and process
+//! group, stdin fed, stdout+stderr captured in the order produced with a byte cap, a deadline that
+//! kills everything it started, cancellation, and the process sandbox (P11).
 //! Used by plugin.json command tools and by the built-in `run_shell`.
 //!
 //! How the rules are met:
@@ -8,17 +8,26 @@
 //!   process wrote them;
 //! - the host keeps at most [`BODY_CAP`] bytes and only counts the rest, so memory stays bounded
 //!   however much a tool prints; the result ends with a marker saying how much was dropped;
-//! - the child leads a new process group; a deadline, a cancellation or dropping the future kills
-//!   the whole group, and once the main process has exited any process it left behind in the group
-//!   is killed too, so nothing survives and a grandchild holding the pipe open cannot hang us;
+//! - containment (issue 13 item 6): where bubblewrap runs (see [`crate::sandbox`]) every command,
+//!   sandboxed or not, runs in a PID namespace of its own, so when the call ends (exit, deadline,
+//!   cancel, the future dropped) everything it started dies with it, `setsid` and `set -m`
+//!   included; the namespace also dies with the host (`--die-with-parent`, and the process the host
+//!   starts has `PR_SET_PDEATHSIG`). Without bubblewrap the child leads a new session and process
+//!   group, and the group is killed (TERM, then KILL);
+//! - the child has no controlling terminal (a new session), so it cannot push keystrokes into the
+//!   user's terminal through `/dev/tty`;
+//! - the deadline holds while output is drained: once the main process has exited, what is left in
+//!   the pipe is read for a bounded time only;
 //! - a killed-by-signal exit is reported as `128 + signal`, as shells do; a timeout as 124 (P7).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use cst_registry::Confinement;
+use cst_registry::{Confinement, Invocation, Perm};
+
+pub use crate::sandbox::SandboxPolicy;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -30,8 +39,8 @@ pub struct ProcessSpec {
     pub env: Vec<(String, String)>,
     pub stdin: Vec<u8>,
     pub timeout: Duration,
-    /// Confine writes to the workspace and temp dirs (P11) when `Some(workspace)`.
-    pub sandbox: Option<PathBuf>,
+    /// Run in the process sandbox (P11) when `Some`; else unconfined (but still contained).
+    pub sandbox: Option<SandboxPolicy>,
     pub cancel: CancellationToken,
 }
 
@@ -46,17 +55,26 @@ pub struct ProcessOutput {
     pub cancelled: bool,
 }
 
-/// [`ProcessSpec::sandbox`] for a call confined as the gate decided: the workspace whose writes
-/// Landlock keeps the process to, or `None` to run unconfined. Shared by every process runner
-/// (`run_shell`, command tools) so they cannot disagree.
-pub fn sandbox_dir(confinement: Confinement, workspace: &Path) -> Option<PathBuf> {
-    match confinement {
-        Confinement::LandlockWrites => Some(workspace.to_path_buf()),
-        Confinement::None => None,
+/// [`ProcessSpec::sandbox`] for one call, shared by every process runner (`run_shell`, command
+/// tools) so they cannot disagree:
+/// - the gate's confinement: [`Confinement::LandlockWrites`] (the process sandbox) or `None`;
+/// - a read-only scope (a `readonly: true` sub-agent role, item 8 of issue 13) always runs the
+///   process sandboxed with the workspace read-only, whatever the approval mode;
+/// - the network only for `net` tools.
+pub fn sandbox_policy(call: &Invocation<'_>) -> Option<SandboxPolicy> {
+    let readonly = call.ctx.scope.as_ref().is_some_and(|s| s.readonly);
+    let confined = match call.confinement {
+        Confinement::None => false,
         // Never what the approval table gives a process; a gate that asks to keep paths in the
         // workspace gets the nearest thing a process has.
-        Confinement::WorkspacePaths => Some(workspace.to_path_buf()),
-    }
+        Confinement::LandlockWrites | Confinement::WorkspacePaths => true,
+    };
+    (confined || readonly).then(|| SandboxPolicy {
+        workspace: call.ctx.workspace.clone(),
+        write_workspace: !readonly,
+        network: call.spec.perm == Perm::Net,
+        read_only: Vec::new(),
+    })
 }
 
 /// Exit code reported after a timeout (P7).
@@ -132,7 +150,7 @@ impl Capped {
 #[cfg(unix)]
 mod unix {
     use std::io;
-    use std::os::fd::OwnedFd;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::process::Stdio;
     use std::time::Duration;
 
@@ -141,6 +159,9 @@ mod unix {
     use tokio::process::Child;
 
     use super::{Capped, ProcessOutput, ProcessSpec, BODY_CAP, GRACE, TIMEOUT_EXIT_CODE};
+
+    /// How long output is still read once the main process has exited.
+    const DRAIN: Duration = Duration::from_millis(250);
 
     /// Kills the group with SIGKILL when dropped (the caller's future was dropped mid-run).
     struct GroupGuard {
@@ -189,6 +210,88 @@ mod unix {
         Cancelled,
     }
 
+    /// How the command is started: through bubblewrap (sandboxed or only contained), or
+    /// directly (no bubblewrap here), maybe with Landlock.
+    fn command(spec: &ProcessSpec, program: &str) -> io::Result<(tokio::process::Command, Option<OwnedFd>)> {
+        let status = crate::sandbox::status();
+        if status.contains() {
+            // bubblewrap reports a missing program only on its stderr: say it the usual way.
+            if !program_exists(program, spec) {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("cannot start `{program}`: No such file or directory"),
+                ));
+            }
+            let mut seccomp = None;
+            let mut args = match &spec.sandbox {
+                Some(policy) => {
+                    if policy.write_workspace {
+                        // `.agent/` is bound read-only; it must exist to be a mount point, else
+                        // the command could create it (and host files in it).
+                        let _ = std::fs::create_dir(policy.workspace.join(".agent"));
+                    }
+                    if let Ok(program) = &crate::sandbox::seccomp_program() {
+                        seccomp = Some(memfd_with(program)?);
+                    }
+                    crate::sandbox::confined_args(policy, seccomp.as_ref().map(|fd| fd.as_raw_fd()))
+                }
+                None => crate::sandbox::contained_args(&spec.cwd),
+            };
+            args.push("--".into());
+            args.extend(spec.argv.iter().cloned());
+            let mut cmd = tokio::process::Command::new(crate::sandbox::BWRAP);
+            cmd.args(args);
+            return Ok((cmd, seccomp));
+        }
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(&spec.argv[1..]);
+        if let Some(policy) = &spec.sandbox {
+            let applied = crate::sandbox::landlock_writes(&mut cmd, policy)?;
+            if !applied && !policy.write_workspace {
+                return Err(io::Error::other(
+                    "cannot run a command with the workspace read-only: this system has no process sandbox \
+                     (see `cst-agent status`)",
+                ));
+            }
+        }
+        Ok((cmd, None))
+    }
+
+    /// Whether `program` names an executable file: a path (relative to the cwd), else on PATH.
+    fn program_exists(program: &str, spec: &ProcessSpec) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        let is_exe = |p: &std::path::Path| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        };
+        if program.contains('/') {
+            return is_exe(&spec.cwd.join(program));
+        }
+        let path = spec
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| std::ffi::OsString::from(v))
+            .or_else(|| std::env::var_os("PATH"))
+            .unwrap_or_default();
+        std::env::split_paths(&path).any(|d| is_exe(&spec.cwd.join(d).join(program)))
+    }
+
+    /// A sealed-off in-memory file holding `data`, read from its start (bwrap `--seccomp FD`).
+    fn memfd_with(data: &[u8]) -> io::Result<OwnedFd> {
+        use std::io::{Seek, Write};
+        // SAFETY: the name is a NUL-terminated literal; the returned fd is owned below.
+        let fd = unsafe { libc::memfd_create(c"cst-seccomp".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just opened and belongs to nobody else.
+        let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        file.write_all(data)?;
+        file.seek(std::io::SeekFrom::Start(0))?;
+        Ok(OwnedFd::from(file))
+    }
+
     pub(super) async fn run(spec: ProcessSpec) -> io::Result<ProcessOutput> {
         let Some(program) = spec.argv.first() else {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command line"));
@@ -196,21 +299,45 @@ mod unix {
         // One pipe for both streams keeps the order the bytes were produced in.
         let (reader, writer) = io::pipe()?;
         let writer2 = writer.try_clone()?;
-        let mut cmd = tokio::process::Command::new(program);
-        cmd.args(&spec.argv[1..])
-            .current_dir(&spec.cwd)
+        let (mut cmd, seccomp) = command(&spec, program)?;
+        let keep_fd = seccomp.as_ref().map_or(-1, |fd| fd.as_raw_fd());
+        let host = std::process::id();
+        cmd.current_dir(&spec.cwd)
             .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::piped())
             .stdout(Stdio::from(writer))
             .stderr(Stdio::from(writer2))
-            .process_group(0)
             .kill_on_drop(true);
-        if let Some(ws) = &spec.sandbox {
-            crate::sandbox::confine(&mut cmd, ws)?;
+        // SAFETY: runs in the forked child before exec and makes only async-signal-safe
+        // syscalls (setsid, prctl, getppid, close_range, fcntl); it allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                // A new session: a new process group, and no controlling terminal.
+                if libc::setsid() < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // Die with the host (bubblewrap passes it on with --die-with-parent).
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::getppid() as u32 != host {
+                    return Err(io::Error::other("the host exited"));
+                }
+                // No descriptor of the host but stdin/stdout/stderr (and the seccomp program).
+                #[cfg(target_os = "linux")]
+                {
+                    libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+                }
+                if keep_fd >= 0 && libc::fcntl(keep_fd, libc::F_SETFD, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
         }
         let spawned = cmd.spawn();
         // Our copies of the pipe's write end live in `cmd`; close them so EOF can happen.
         drop(cmd);
+        drop(seccomp);
         let mut child = spawned.map_err(|e| io::Error::new(e.kind(), format!("cannot start `{program}`: {e}")))?;
         let pgid = child
             .id()
@@ -254,18 +381,21 @@ mod unix {
 
         match end {
             End::Exited => {
-                // Take what is already in the pipe; when nothing more comes for a moment, a
-                // process left behind must be holding it: kill the group, then read to EOF.
+                // Take what is already in the pipe. A process left behind (in the group, or one
+                // that left it without a PID namespace to hold it) may keep the pipe open and keep
+                // writing: read for a bounded time only, then kill the group and stop.
+                let until = tokio::time::Instant::now() + DRAIN;
                 let mut killed = false;
                 while !eof {
-                    match tokio::time::timeout(Duration::from_millis(25), rx.read(&mut chunk)).await {
+                    match tokio::time::timeout_at(until, rx.read(&mut chunk)).await {
                         Ok(Ok(0)) | Ok(Err(_)) => eof = true,
                         Ok(Ok(n)) => buf.push(&chunk[..n]),
                         Err(_) if !killed => {
                             kill_group(pgid, &mut child).await;
                             killed = true;
+                            drain(&mut rx, &mut buf, &mut chunk, eof).await;
+                            break;
                         }
-                        // Something outside the group (it called setsid) holds the pipe: stop.
                         Err(_) => break,
                     }
                 }

@@ -1,5 +1,5 @@
 //! run_shell: `sh -c COMMAND` in the workspace through the shared process runner
-//! (`process::run_captured`: process group, deadline, cancellation, the Landlock write sandbox
+//! (`process::run_captured`: containment, deadline, cancellation, the process sandbox
 //! when the gate's confinement asks for it).
 
 use std::time::Duration;
@@ -29,7 +29,7 @@ pub async fn run_shell(call: &Invocation<'_>) -> Result<String, Failure> {
         env: vec![("CST_WORKSPACE".into(), workspace.display().to_string())],
         stdin: Vec::new(),
         timeout,
-        sandbox: crate::process::sandbox_dir(call.confinement, &workspace),
+        sandbox: crate::process::sandbox_policy(call),
         cancel: call.ctx.cancel.clone(),
     };
     let out = run_captured(spec)

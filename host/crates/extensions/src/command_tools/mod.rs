@@ -57,6 +57,10 @@ impl ToolRunner for CommandTool {
                 message: format!("cannot encode the arguments: {e}"),
                 exit_code: None,
             })?;
+            let mut sandbox = crate::process::sandbox_policy(&call);
+            if let Some(policy) = &mut sandbox {
+                policy.read_only.push(self.plugin_dir.clone());
+            }
             let spec = ProcessSpec {
                 argv: self.argv.clone(),
                 cwd: ws.clone(),
@@ -67,7 +71,7 @@ impl ToolRunner for CommandTool {
                 ],
                 stdin,
                 timeout: call.spec.timeout,
-                sandbox: crate::process::sandbox_dir(call.confinement, ws),
+                sandbox,
                 cancel: call.ctx.cancel.clone(),
             };
             let out = run_captured(spec).await.map_err(|e| Failure::Failed {
@@ -167,7 +171,7 @@ pub fn register_all(
                 file: Some(file.to_path_buf()),
             },
             timeout,
-            // A native process: confining it is the Landlock write sandbox.
+            // A native process: confining it is the process sandbox.
             confine_with: Confinement::LandlockWrites,
         };
         let runner = Arc::new(CommandTool {
