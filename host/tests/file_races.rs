@@ -182,3 +182,108 @@ async fn read_file_of_a_1_gib_sparse_file_is_bounded() {
         .unwrap();
     assert!(out.is_empty(), "{} bytes", out.len());
 }
+
+mod exec_support;
+
+/// Item 7 through the real binary: SKILL.md, a role file and AGENTS.md symlinked to
+/// `/proc/self/environ` (the host's environment carries a canary) or `/dev/zero` are refused
+/// with a warning naming each file; the good skill and role still load; `exec` ends promptly.
+#[test]
+fn host_read_files_linked_to_proc_environ_or_dev_zero_are_refused() {
+    use cst_test_support::{Reply, ScriptedServer};
+    use std::os::unix::fs::symlink;
+    const CANARY: &str = "canary-4f1e9c-host-env";
+    let server = ScriptedServer::start(vec![Reply::text("done")]);
+    let f = exec_support::Fixture::new(&server);
+    let ws = f.ws();
+    let skills = ws.join(".agent/skills");
+    for (name, target) in [("leak", "/proc/self/environ"), ("zero", "/dev/zero")] {
+        std::fs::create_dir_all(skills.join(name)).unwrap();
+        symlink(target, skills.join(name).join("SKILL.md")).unwrap();
+    }
+    std::fs::create_dir_all(skills.join("fine")).unwrap();
+    std::fs::write(
+        skills.join("fine/SKILL.md"),
+        "---\nname: fine\ndescription: A fine skill\n---\nBody\n",
+    )
+    .unwrap();
+    let agents = ws.join(".agent/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    symlink("/proc/self/environ", agents.join("leak.md")).unwrap();
+    symlink("/dev/zero", agents.join("zero.md")).unwrap();
+    std::fs::write(
+        agents.join("okrole.md"),
+        "---\nname: okrole\ndescription: An ok role\n---\nDo it.\n",
+    )
+    .unwrap();
+    symlink("/proc/self/environ", ws.join("AGENTS.md")).unwrap();
+    let t = Instant::now();
+    let out = f.cmd(&["exec", "hi"]).env("CST_CANARY", CANARY).output().unwrap();
+    let stderr = exec_support::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(t.elapsed() < Duration::from_secs(30), "took {:?}", t.elapsed());
+    let system = server.requests()[0].messages()[0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!system.contains(CANARY), "the host's environment reached the prompt");
+    assert!(
+        system.contains("- fine: A fine skill") && system.contains("okrole"),
+        "{system}"
+    );
+    for file in ["leak/SKILL.md", "zero/SKILL.md", "leak.md", "zero.md", "AGENTS.md"] {
+        assert!(
+            stderr.lines().any(|l| l.contains(file) && l.contains("refused")),
+            "no warning naming {file}:\n{stderr}"
+        );
+    }
+    server.finish();
+
+    // AGENTS.md → /dev/zero: refused at once, not read (it grew to 2 GB before).
+    let server = ScriptedServer::start(vec![Reply::text("done")]);
+    let f2 = exec_support::Fixture::with_ws(&server, tempfile::tempdir().unwrap());
+    symlink("/dev/zero", f2.ws().join("AGENTS.md")).unwrap();
+    let t = Instant::now();
+    let out = f2.run(&["exec", "hi"]);
+    let stderr = exec_support::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(t.elapsed() < Duration::from_secs(30), "took {:?}", t.elapsed());
+    assert!(stderr.contains("AGENTS.md") && stderr.contains("refused"), "{stderr}");
+    server.finish();
+}
+
+/// Item 8: a symlinked `.agent/sessions` is refused (nothing is written where it points); a
+/// normal run creates the session folder 0700, the transcript 0600 and `sessions/.gitignore`.
+#[test]
+fn transcripts_refuse_a_symlinked_sessions_folder_and_are_private() {
+    use cst_test_support::{Reply, ScriptedServer};
+    use std::os::unix::fs::PermissionsExt;
+    let server = ScriptedServer::start(vec![Reply::text("done")]);
+    let f = exec_support::Fixture::new(&server);
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(f.ws().join(".agent")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), f.ws().join(".agent/sessions")).unwrap();
+    let out = f.run(&["exec", "hi"]);
+    let stderr = exec_support::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let written: Vec<_> = std::fs::read_dir(outside.path()).unwrap().collect();
+    assert!(
+        written.is_empty(),
+        "the transcript went through the symlink: {written:?}"
+    );
+    assert!(stderr.contains("symlink"), "no warning: {stderr}");
+    server.finish();
+
+    let server = ScriptedServer::start(vec![Reply::text("done")]);
+    let f = exec_support::Fixture::new(&server);
+    let out = f.run(&["exec", "hi"]);
+    assert_eq!(out.status.code(), Some(0), "{}", exec_support::text(&out.stderr));
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = f.session_dir();
+    assert_eq!(mode(&dir), 0o700, "session folder");
+    assert_eq!(mode(dir.parent().unwrap()), 0o700, "sessions folder");
+    assert_eq!(mode(&dir.join("main.jsonl")), 0o600, "transcript");
+    let ignore = std::fs::read_to_string(f.ws().join(".agent/sessions/.gitignore")).unwrap();
+    assert_eq!(ignore.trim(), "*");
+    server.finish();
+}
