@@ -91,16 +91,7 @@ fn tool_round_trip_answer_and_transcript() {
     // Secrets never reach the transcript: by value (the API key) and by argument name.
     assert_eq!(write["args"]["content"], "key=[REDACTED]");
     assert_eq!(write["args"]["api_key"], "[REDACTED]");
-    let raw = std::fs::read_to_string(
-        std::fs::read_dir(f.ws.path().join(".agent/sessions"))
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .path()
-            .join("main.jsonl"),
-    )
-    .unwrap();
+    let raw = std::fs::read_to_string(f.session_dir().join("main.jsonl")).unwrap();
     assert!(!raw.contains(KEY), "the API key leaked into the transcript");
 }
 

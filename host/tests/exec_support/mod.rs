@@ -79,6 +79,7 @@ impl Fixture {
         let dirs: Vec<PathBuf> = std::fs::read_dir(&sessions)
             .unwrap_or_else(|e| panic!("{}: {e}", sessions.display()))
             .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir()) // `.gitignore` beside the session folders
             .collect();
         assert_eq!(dirs.len(), 1, "{dirs:?}");
         dirs[0].clone()

@@ -129,6 +129,7 @@ impl SessionBuilder {
         ext.mcp_wait = self.mcp_wait;
         // Read once (AGENTS.md, the skills index): the main prompt and every sub-agent's share it.
         let context = prompt::context(&self.workspace, &ext.loaded.skills);
+        warnings.extend(prompt::agents_md_warning(&self.workspace));
         let system_prompt = prompt::system_prompt(&context, &ext.loaded.roles);
         let untrusted_hint = ext.loaded.untrusted_hint.clone();
         let mut config = SessionConfig::new(self.workspace, ext.loaded.registry.clone(), self.model);

@@ -4,8 +4,10 @@
 
 use std::path::Path;
 
+use cst_extensions::bounded_read::{read_beneath, BoundedReadError};
 use cst_extensions::skills::{render_index, Skill};
 use cst_extensions::subagents::{Role, RoleSet};
+use cst_protocol::{Diagnostic, DiagnosticKind};
 
 /// Largest AGENTS.md taken into the prompt; the rest is cut with a note.
 pub const MAX_AGENTS_MD_BYTES: usize = 32 * 1024;
@@ -75,18 +77,32 @@ pub fn context(workspace: &Path, skills: &[Skill]) -> String {
     out
 }
 
+/// AGENTS.md of the workspace: a regular file inside it, read up to the cap (issue 13 item 7:
+/// a link to `/proc/self/environ`, `/dev/zero` or a file outside is refused — see
+/// [`agents_md_warning`] — and a huge file is never read whole).
+fn load_agents_md(workspace: &Path) -> Result<Option<String>, BoundedReadError> {
+    match read_beneath(workspace, Path::new("AGENTS.md"), MAX_AGENTS_MD_BYTES as u64, true) {
+        Ok(b) if b.cut => Ok(Some(format!(
+            "{}\n[AGENTS.md cut at {MAX_AGENTS_MD_BYTES} bytes]\n",
+            b.text().trim_end_matches('\u{fffd}')
+        ))),
+        Ok(b) => Ok(Some(b.text())),
+        Err(BoundedReadError::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 fn read_agents_md(workspace: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(workspace.join("AGENTS.md")).ok()?;
-    if text.len() <= MAX_AGENTS_MD_BYTES {
-        return Some(text);
-    }
-    let mut cut = MAX_AGENTS_MD_BYTES;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    Some(format!(
-        "{}\n[AGENTS.md cut at {MAX_AGENTS_MD_BYTES} bytes]\n",
-        &text[..cut]
+    load_agents_md(workspace).ok().flatten()
+}
+
+/// The warning for an AGENTS.md that was refused (not a regular file inside the workspace), if any.
+pub fn agents_md_warning(workspace: &Path) -> Option<Diagnostic> {
+    let e = load_agents_md(workspace).err()?;
+    Some(Diagnostic::in_file(
+        DiagnosticKind::BrokenFile,
+        &workspace.join("AGENTS.md"),
+        format!("{e}; it is not put into the prompt"),
     ))
 }
 

@@ -291,7 +291,8 @@ impl Router {
                     let mut guard = extensions.lock().await;
                     let (summary, warnings) = match guard.as_mut() {
                         Some(ext) => {
-                            let (summary, warnings) = ext.reload(&what).await;
+                            let (summary, mut warnings) = ext.reload(&what).await;
+                            warnings.extend(prompt::agents_md_warning(&workspace));
                             // The indexes of the next model call's prompt follow the reload.
                             let context = prompt::context(&workspace, &ext.loaded.skills);
                             let main = prompt::system_prompt(&context, &ext.loaded.roles);

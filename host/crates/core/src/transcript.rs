@@ -166,6 +166,62 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// Open a transcript file for appending (issue 13 item 8): `.agent`, `.agent/sessions` and the
+/// session folder must not be symlinks (a link out would put the transcript, and what it holds,
+/// wherever it points); the folders are created 0700, the file 0600 and never through a symlink,
+/// and `.agent/sessions/.gitignore` (`*`) keeps transcripts out of commits.
+fn open_private(dir: &Path, path: &Path) -> std::io::Result<std::fs::File> {
+    let sessions = dir.parent();
+    let agent = sessions.and_then(Path::parent);
+    for d in [agent, sessions, Some(dir)].into_iter().flatten() {
+        match std::fs::symlink_metadata(d) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(std::io::Error::other(format!(
+                    "{} is a symlink; transcripts are not written through symlinks",
+                    d.display()
+                )))
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let mut b = std::fs::DirBuilder::new();
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::DirBuilderExt;
+                    b.mode(0o700);
+                }
+                match b.create(d) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if let Some(sessions) = sessions {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(sessions.join(".gitignore"))
+        {
+            Ok(mut f) => {
+                use std::io::Write;
+                f.write_all(b"*\n")?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    opts.open(path)
+}
+
 impl Transcript {
     /// Create `<workspace>/.agent/sessions/<session_id>/main.jsonl`.
     pub fn create(workspace: &Path, session_id: &str, redactor: Redactor) -> std::io::Result<Self> {
@@ -175,9 +231,8 @@ impl Transcript {
 
     /// Create `dir/file_name` (a sub-agent's `sub-N.jsonl` beside `main.jsonl`).
     pub fn create_in(dir: &Path, file_name: &str, redactor: Redactor) -> std::io::Result<Self> {
-        std::fs::create_dir_all(dir)?;
         let path = dir.join(file_name);
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+        let file = open_private(dir, &path)?;
         Ok(Self {
             path,
             file: Mutex::new(Some(file)),

@@ -4,6 +4,7 @@
 //!
 //! Inside, [`discovery`] sits on top and loads the others; none of them imports it.
 
+pub mod bounded_read;
 pub mod builtin_tools;
 pub mod command_tools;
 pub mod discovery;

@@ -1,7 +1,20 @@
 //! read_file, write_file, edit_file, list, grep. Blocking code; run on the blocking pool.
+//!
+//! Every open goes through a folder handle ([`Scope::beneath`]): confined, the workspace's
+//! handle, and cap-std keeps each open beneath it (`openat2(RESOLVE_BENEATH)` on Linux, a checked
+//! walk of each component elsewhere), so a symlink swapped into the path after the check cannot
+//! lead a tool outside. Reads follow symlinks only while they stay inside the workspace. Writes
+//! never write through a symlink: the file's last component must not be one, parents are created
+//! beneath the handle, and the content goes to a temp file in the same folder that is renamed
+//! over the name (a rename replaces the name itself, never what it points to). Reads stream: at
+//! most [`MAX_READ_BYTES`] of a file are kept, whatever its size.
 
-use std::io::Read;
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use cap_std::fs::{Dir, OpenOptions};
 use serde_json::Value;
 
 use super::{fail, Scope};
@@ -13,6 +26,13 @@ const MAX_LIST: usize = 2000;
 const MAX_MATCHES: usize = 500;
 /// Files larger than this are skipped by `grep`.
 const MAX_GREP_FILE: u64 = 8 * 1024 * 1024;
+/// Most bytes one `read_file` call returns (below the registry's output cap, so the note that
+/// says where to go on survives).
+pub const MAX_READ_BYTES: usize = cst_registry::output::MAX_OUTPUT_BYTES - 1024;
+/// Largest file `edit_file` edits.
+const MAX_EDIT_FILE: u64 = 16 * 1024 * 1024;
+/// Chunk size of streamed reads.
+const CHUNK: usize = 64 * 1024;
 
 fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
     args.get(key).and_then(Value::as_str)
@@ -24,37 +44,161 @@ fn io_fail(what: &str, path: &str, e: std::io::Error) -> Failure {
 
 pub fn read_file(scope: &Scope, args: &Value) -> Result<String, Failure> {
     let path = str_arg(args, "path").unwrap_or_default();
-    let full = scope.resolve(path)?;
-    if full.is_dir() {
+    let at = scope.beneath(path, false)?;
+    // Opened through the handle; FIFOs and other special files still work (streamed, bounded).
+    let file = at.dir.open(&at.rel).map_err(|e| io_fail("read", path, e))?;
+    if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
         return Err(fail(&format!("`{path}` is a folder; use `list`")));
     }
-    // Read through `File` rather than `fs::read_to_string` so special files (FIFOs) work too.
-    let mut bytes = Vec::new();
-    std::fs::File::open(&full)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(|e| io_fail("read", path, e))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(1).max(1) as usize;
-    let limit = args.get("limit").and_then(Value::as_u64).map(|l| l as usize);
-    if offset == 1 && limit.is_none() {
-        return Ok(text.into_owned());
+    let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(1).max(1);
+    let limit = args.get("limit").and_then(Value::as_u64);
+    let window = read_lines(file, offset, limit, MAX_READ_BYTES).map_err(|e| io_fail("read", path, e))?;
+    let mut text = window.text;
+    if let Some(line) = window.cut_in_line {
+        text.push_str(&format!(
+            "\n[read_file stopped after {MAX_READ_BYTES} bytes, in line {line}; the file goes on: \
+             read on with `offset` (1-based line) and `limit`, or search it with `grep`]"
+        ));
     }
-    let lines: Vec<&str> = text
-        .split_inclusive('\n')
-        .skip(offset - 1)
-        .take(limit.unwrap_or(usize::MAX))
-        .collect();
-    Ok(lines.concat())
+    Ok(text)
+}
+
+/// Lines `offset..offset+limit` (1-based) of a stream, at most `max_bytes` of them.
+pub struct LineWindow {
+    pub text: String,
+    /// Set when `max_bytes` stopped the read: the line it stopped in.
+    pub cut_in_line: Option<u64>,
+}
+
+/// Stream lines `offset..offset+limit` out of `r`, keeping at most `max_bytes`: memory stays
+/// bounded whatever the size of the file or of one line (a sparse file of zeros is one line).
+pub fn read_lines(mut r: impl Read, offset: u64, limit: Option<u64>, max_bytes: usize) -> std::io::Result<LineWindow> {
+    let end = limit.map(|l| offset.saturating_add(l)); // first line not wanted
+    let mut line = 1u64;
+    let mut out: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut cut_in_line = None;
+    'read: loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let mut chunk = &buf[..n];
+        while !chunk.is_empty() {
+            if end.is_some_and(|e| line >= e) {
+                break 'read;
+            }
+            let newline = chunk.iter().position(|b| *b == b'\n');
+            let take = newline.map(|i| i + 1).unwrap_or(chunk.len());
+            if line >= offset {
+                let room = max_bytes - out.len();
+                if take > room {
+                    out.extend_from_slice(&chunk[..room]);
+                    cut_in_line = Some(line);
+                    break 'read;
+                }
+                out.extend_from_slice(&chunk[..take]);
+            }
+            if newline.is_some() {
+                line += 1;
+            }
+            chunk = &chunk[take..];
+        }
+    }
+    if cut_in_line.is_some() {
+        // Do not end in the middle of a UTF-8 character.
+        if let Err(e) = std::str::from_utf8(&out) {
+            if e.error_len().is_none() {
+                out.truncate(e.valid_up_to());
+            }
+        }
+    }
+    let text = match String::from_utf8(out) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Ok(LineWindow { text, cut_in_line })
+}
+
+/// Read at most `cap` bytes of an open file; `Ok(None)` when it has more.
+fn read_capped(f: impl Read, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    f.take(cap + 1).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= cap).then_some(bytes))
+}
+
+/// The folder handle and file name a write goes to: parents created beneath the handle, the
+/// name checked not to be a symlink or a folder.
+fn write_target(scope: &Scope, path: &str, create_parents: bool) -> Result<(Dir, std::ffi::OsString), Failure> {
+    let at = scope.beneath(path, create_parents)?;
+    let (Some(name), parent) = (at.rel.file_name(), at.rel.parent()) else {
+        return Err(fail(&format!("`{path}` is a folder")));
+    };
+    let parent = match parent {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if create_parents {
+        at.dir
+            .create_dir_all(parent)
+            .map_err(|e| io_fail("create the folder of", path, e))?;
+    }
+    let dir = at
+        .dir
+        .open_dir(parent)
+        .map_err(|e| io_fail("open the folder of", path, e))?;
+    match dir.symlink_metadata(name) {
+        Ok(m) if m.is_symlink() => Err(fail(&format!(
+            "`{path}` is a symlink; file tools do not write through symlinks (write to the file it points to)"
+        ))),
+        Ok(m) if m.is_dir() => Err(fail(&format!("`{path}` is a folder"))),
+        _ => Ok((dir, name.to_owned())),
+    }
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Write `content` to `name` in `dir` through a temp file in the same folder and a rename. An
+/// existing file keeps its permissions.
+fn replace_file(dir: &Dir, name: &OsStr, content: &[u8], path: &str) -> Result<(), Failure> {
+    let perms = dir
+        .symlink_metadata(name)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.permissions());
+    let temp = format!(
+        ".{}.cst-tmp-{}-{}",
+        name.to_string_lossy(),
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true);
+    let result = dir
+        .open_with(&temp, &opts)
+        .and_then(|mut f| {
+            f.write_all(content)?;
+            if let Some(p) = perms {
+                f.set_permissions(p)?;
+            }
+            Ok(())
+        })
+        .and_then(|()| dir.rename(&temp, dir, name));
+    if let Err(e) = result {
+        let _ = dir.remove_file(&temp);
+        return Err(io_fail("write", path, e));
+    }
+    Ok(())
 }
 
 pub fn write_file(scope: &Scope, args: &Value) -> Result<String, Failure> {
     let path = str_arg(args, "path").unwrap_or_default();
     let content = str_arg(args, "content").unwrap_or_default();
-    let full = scope.resolve(path)?;
-    if let Some(parent) = full.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| io_fail("create the folder of", path, e))?;
-    }
-    std::fs::write(&full, content).map_err(|e| io_fail("write", path, e))?;
+    let (dir, name) = write_target(scope, path, true)?;
+    replace_file(&dir, &name, content.as_bytes(), path)?;
+    let full = scope.resolve(path).unwrap_or_default();
     Ok(format!("wrote {} bytes to {}", content.len(), scope.show(&full)))
 }
 
@@ -65,16 +209,28 @@ pub fn edit_file(scope: &Scope, args: &Value) -> Result<String, Failure> {
     if old.is_empty() {
         return Err(fail("`old_text` is empty"));
     }
-    let full = scope.resolve(path)?;
-    let text = std::fs::read_to_string(&full).map_err(|e| io_fail("read", path, e))?;
+    let (dir, name) = write_target(scope, path, false)?;
+    let file = dir.open(&name).map_err(|e| io_fail("read", path, e))?;
+    if !file.metadata().map(|m| m.is_file()).unwrap_or(false) {
+        return Err(fail(&format!("`{path}` is not a regular file")));
+    }
+    let bytes = read_capped(file, MAX_EDIT_FILE)
+        .map_err(|e| io_fail("read", path, e))?
+        .ok_or_else(|| {
+            fail(&format!(
+                "`{path}` is larger than {MAX_EDIT_FILE} bytes; edit_file does not edit it"
+            ))
+        })?;
+    let text = String::from_utf8(bytes).map_err(|_| fail(&format!("`{path}` is not UTF-8 text")))?;
     let count = text.matches(old).count();
+    let full = scope.resolve(path).unwrap_or_default();
     match count {
         0 => Err(fail(&format!(
             "`old_text` was not found in `{path}`; read the file and copy the text exactly"
         ))),
         1 => {
             let updated = text.replacen(old, new, 1);
-            std::fs::write(&full, &updated).map_err(|e| io_fail("write", path, e))?;
+            replace_file(&dir, &name, updated.as_bytes(), path)?;
             Ok(format!("edited {}: replaced 1 occurrence", scope.show(&full)))
         }
         n => Err(fail(&format!(
@@ -83,38 +239,80 @@ pub fn edit_file(scope: &Scope, args: &Value) -> Result<String, Failure> {
     }
 }
 
+/// One entry met by [`walk`].
+struct Entry<'a> {
+    /// The folder handle it is in.
+    dir: &'a Dir,
+    name: &'a OsStr,
+    /// Relative to the walk's base.
+    rel: &'a Path,
+    is_dir: bool,
+    is_file: bool,
+}
+
+/// Walk the tree under `base` through handles, sorted by name, `.git` skipped, symlinks not
+/// followed (a folder swapped for a symlink while walking cannot lead outside `base`).
+/// `visit` returns false to stop.
+fn walk(base: &Dir, rel: &Path, visit: &mut dyn FnMut(Entry<'_>) -> bool) -> bool {
+    let Ok(entries) = base.entries() else { return true };
+    let mut names: Vec<_> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
+        .collect();
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, ty) in names {
+        if name == ".git" {
+            continue;
+        }
+        let child = rel.join(&name);
+        let entry = Entry {
+            dir: base,
+            name: &name,
+            rel: &child,
+            is_dir: ty.is_dir(),
+            is_file: ty.is_file(),
+        };
+        if !visit(entry) {
+            return false;
+        }
+        if ty.is_dir() {
+            if let Ok(sub) = base.open_dir(&name) {
+                if !walk(&sub, &child, visit) {
+                    return false;
+                }
+            }
+        }
+    }
+    true
+}
+
 pub fn list(scope: &Scope, args: &Value) -> Result<String, Failure> {
     let pattern = str_arg(args, "pattern").unwrap_or("**/*");
     let base_arg = str_arg(args, "path").unwrap_or(".");
-    let base = scope.resolve(base_arg)?;
+    let at = scope.beneath(base_arg, false)?;
     let glob = globset::GlobBuilder::new(pattern)
         .literal_separator(true)
         .build()
         .map_err(|e| fail(&format!("bad glob `{pattern}`: {e}")))?
         .compile_matcher();
+    let base = at.dir.open_dir(&at.rel).map_err(|e| io_fail("list", base_arg, e))?;
     let mut out = Vec::new();
     let mut more = 0usize;
-    let walker = walkdir::WalkDir::new(&base)
-        .min_depth(1)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| e.file_name() != ".git");
-    for entry in walker {
-        let Ok(entry) = entry else { continue };
-        let rel = entry.path().strip_prefix(&base).unwrap_or(entry.path());
-        if !glob.is_match(rel) {
-            continue;
+    walk(&base, Path::new(""), &mut |e| {
+        if !glob.is_match(e.rel) {
+            return true;
         }
         if out.len() >= MAX_LIST {
             more += 1;
-            continue;
+            return true;
         }
-        let mut shown = scope.show(entry.path());
-        if entry.file_type().is_dir() {
+        let mut shown = scope.show(&at.full.join(e.rel));
+        if e.is_dir {
             shown.push('/');
         }
         out.push(shown);
-    }
+        true
+    });
     let mut text = out.join("\n");
     if more > 0 {
         text.push_str(&format!("\n[{more} more entries not shown; narrow the pattern]"));
@@ -125,10 +323,24 @@ pub fn list(scope: &Scope, args: &Value) -> Result<String, Failure> {
     Ok(text)
 }
 
+/// Open a file of a walk for reading: not blocking on a FIFO swapped in, regular files only.
+fn open_for_grep(dir: &Dir, name: &OsStr) -> Option<cap_std::fs::File> {
+    let mut opts = OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use cap_std::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK);
+    }
+    let f = dir.open_with(name, &opts).ok()?;
+    f.metadata().ok().filter(|m| m.is_file()).map(|_| f)
+}
+
 pub fn grep(scope: &Scope, args: &Value) -> Result<String, Failure> {
     let pattern = str_arg(args, "pattern").unwrap_or_default();
     let re = regex::Regex::new(pattern).map_err(|e| fail(&format!("bad regular expression: {e}")))?;
-    let base = scope.resolve(str_arg(args, "path").unwrap_or("."))?;
+    let base_arg = str_arg(args, "path").unwrap_or(".");
+    let at = scope.beneath(base_arg, false)?;
     let filter = match str_arg(args, "glob") {
         Some(g) => Some(
             globset::Glob::new(g)
@@ -139,36 +351,49 @@ pub fn grep(scope: &Scope, args: &Value) -> Result<String, Failure> {
     };
     let mut out = Vec::new();
     let mut truncated = false;
-    let walker = walkdir::WalkDir::new(&base)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| e.file_name() != ".git");
-    'files: for entry in walker {
-        let Ok(entry) = entry else { continue };
-        if !entry.file_type().is_file() || entry.metadata().map(|m| m.len() > MAX_GREP_FILE).unwrap_or(true) {
-            continue;
-        }
-        let shown = scope.show(entry.path());
+    let mut search = |dir: &Dir, name: &OsStr, full: &Path| -> bool {
+        let shown = scope.show(full);
         if let Some(f) = &filter {
-            if !f.is_match(&shown) && !f.is_match(entry.file_name()) {
-                continue;
+            if !f.is_match(&shown) && !f.is_match(name) {
+                return true;
             }
         }
-        let Ok(bytes) = std::fs::read(entry.path()) else {
-            continue;
+        let Some(file) = open_for_grep(dir, name) else {
+            return true;
+        };
+        let Ok(Some(bytes)) = read_capped(file, MAX_GREP_FILE) else {
+            return true;
         };
         if bytes.iter().take(8192).any(|b| *b == 0) {
-            continue; // binary
+            return true; // binary
         }
         let text = String::from_utf8_lossy(&bytes);
         for (n, line) in text.lines().enumerate() {
             if re.is_match(line) {
                 if out.len() >= MAX_MATCHES {
                     truncated = true;
-                    break 'files;
+                    return false;
                 }
                 out.push(format!("{shown}:{}:{line}", n + 1));
             }
+        }
+        true
+    };
+    match at.dir.open_dir(&at.rel) {
+        Ok(base) => {
+            walk(&base, Path::new(""), &mut |e| {
+                !e.is_file || search(e.dir, e.name, &at.full.join(e.rel))
+            });
+        }
+        Err(_) => {
+            // A single file: search it through its folder's handle.
+            let parent = match at.rel.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            let name = at.rel.file_name().unwrap_or_default();
+            let dir = at.dir.open_dir(parent).map_err(|e| io_fail("search", base_arg, e))?;
+            search(&dir, name, &at.full);
         }
     }
     let mut text = out.join("\n");

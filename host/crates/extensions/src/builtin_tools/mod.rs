@@ -17,6 +17,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
@@ -97,6 +99,17 @@ pub(crate) struct Scope {
     confined: bool,
 }
 
+/// A folder handle and a path beneath it: file tools open through handles, never by a full name
+/// checked earlier, so a symlink swapped into the path between the check and the open cannot
+/// redirect them (cap-std: `openat2(RESOLVE_BENEATH)` on Linux, a checked walk elsewhere).
+pub(crate) struct Beneath {
+    pub dir: Dir,
+    /// Relative to `dir`; `.` for `dir` itself.
+    pub rel: PathBuf,
+    /// The full path, for messages.
+    pub full: PathBuf,
+}
+
 impl Scope {
     fn of(call: &Invocation<'_>) -> Self {
         let workspace = std::fs::canonicalize(&call.ctx.workspace).unwrap_or_else(|_| call.ctx.workspace.clone());
@@ -111,7 +124,8 @@ impl Scope {
     }
 
     /// Resolve `path` (relative to the workspace) and check it stays inside when confined.
-    /// Works for paths that do not exist yet (write_file).
+    /// Works for paths that do not exist yet (write_file). The check gives good messages; what
+    /// keeps a confined tool inside is that it then opens through [`Scope::beneath`].
     pub(crate) fn resolve(&self, path: &str) -> Result<PathBuf, Failure> {
         if path.is_empty() {
             return Err(fail("`path` is empty"));
@@ -157,6 +171,46 @@ impl Scope {
             return Err(fail(&format!("`{path}` is a symlink that points nowhere; refused")));
         }
         Ok(full)
+    }
+
+    /// `path` as a handle and a path beneath it. Confined: the workspace's handle, and every
+    /// later open stays beneath it (symlinks are followed only while they stay inside). Not
+    /// confined (`full`): the ambient filesystem, the path's folder as the handle.
+    pub(crate) fn beneath(&self, path: &str, create_parents: bool) -> Result<Beneath, Failure> {
+        let full = self.resolve(path)?;
+        if self.confined {
+            let rel = full
+                .strip_prefix(&self.workspace)
+                .map_err(|_| fail(&format!("`{path}` is outside the workspace")))?;
+            let rel = if rel.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                rel.to_path_buf()
+            };
+            let dir = Dir::open_ambient_dir(&self.workspace, ambient_authority())
+                .map_err(|e| fail(&format!("cannot open the workspace {}: {e}", self.workspace.display())))?;
+            return Ok(Beneath { dir, rel, full });
+        }
+        // Not confined: any target is allowed, so resolve symlinks first, then split.
+        if create_parents {
+            if let Some(parent) = full.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| fail(&format!("cannot create the folder of `{path}`: {e}")))?;
+            }
+        }
+        let real = std::fs::canonicalize(&full)
+            .or_else(|_| match (full.parent(), full.file_name()) {
+                (Some(p), Some(n)) => std::fs::canonicalize(p).map(|p| p.join(n)),
+                _ => Ok(full.clone()),
+            })
+            .unwrap_or_else(|_| full.clone());
+        let (parent, rel) = match (real.parent(), real.file_name()) {
+            (Some(p), Some(n)) => (p.to_path_buf(), PathBuf::from(n)),
+            _ => (real.clone(), PathBuf::from(".")),
+        };
+        let dir = Dir::open_ambient_dir(&parent, ambient_authority())
+            .map_err(|e| fail(&format!("cannot open `{path}`: {e}")))?;
+        Ok(Beneath { dir, rel, full })
     }
 
     /// How a path is shown back to the model: relative to the workspace when inside it.

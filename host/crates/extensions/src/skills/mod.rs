@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::bounded_read::{read_beneath, BoundedReadError};
 use cst_protocol::{Diagnostic, DiagnosticKind};
 use cst_registry::{Confinement, Failure, Invocation, Perm, Registry, SourceKind, ToolRunner, ToolSource, ToolSpec};
 
@@ -164,19 +165,23 @@ pub fn load_dir(root: &Path, warnings: &mut Vec<Diagnostic>) -> Vec<Skill> {
     let mut out = Vec::new();
     for dir in cst_config::sorted_subdirs(root) {
         let file = dir.join("SKILL.md");
-        if !file.is_file() {
-            continue;
-        }
-        match std::fs::read_to_string(&file) {
+        match read_skill_md(&dir) {
             Ok(text) => out.push(parse_skill(&dir, &file, &text, warnings)),
+            Err(BoundedReadError::NotFound) => {}
             Err(e) => warnings.push(Diagnostic::in_file(
                 DiagnosticKind::BrokenFile,
                 &file,
-                format!("cannot read: {e}"),
+                format!("{e}; the skill is not loaded"),
             )),
         }
     }
     out
+}
+
+/// A skill folder's SKILL.md: a regular file inside the folder, at most [`MAX_FILE_BYTES`]
+/// (issue 13 item 7: a link to `/proc/self/environ` or `/dev/zero` is refused, not read).
+fn read_skill_md(dir: &Path) -> Result<String, BoundedReadError> {
+    read_beneath(dir, Path::new("SKILL.md"), MAX_FILE_BYTES, false).map(|b| b.text())
 }
 
 /// Skills shared by the `skill` tool and the session (reloads replace the list in place).
@@ -251,24 +256,22 @@ pub fn read_skill_file(skill: &Skill, file: &str) -> Result<String, SkillFileErr
     if !target.starts_with(&root) || target == root {
         return Err(SkillFileError::Outside(file.to_string()));
     }
-    use std::io::Read;
-    let f = std::fs::File::open(&target).map_err(|e| SkillFileError::Unreadable {
-        file: file.to_string(),
-        message: e.to_string(),
-    })?;
-    let mut bytes = Vec::new();
-    f.take(MAX_FILE_BYTES)
-        .read_to_end(&mut bytes)
-        .map_err(|e| SkillFileError::Unreadable {
+    // Opened beneath the folder's handle: a symlink swapped in after the check above cannot
+    // lead outside, and only a regular file is read, at most MAX_FILE_BYTES of it.
+    let rel = target.strip_prefix(&root).unwrap_or(rel);
+    match read_beneath(&root, rel, MAX_FILE_BYTES, true) {
+        Ok(b) => Ok(b.text()),
+        Err(BoundedReadError::Refused { .. }) => Err(SkillFileError::Outside(file.to_string())),
+        Err(e) => Err(SkillFileError::Unreadable {
             file: file.to_string(),
             message: e.to_string(),
-        })?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+        }),
+    }
 }
 
 /// S4: `skill(name)` = the body plus the list of the skill's files.
 pub fn skill_overview(skill: &Skill) -> Result<String, SkillFileError> {
-    let text = std::fs::read_to_string(&skill.file).map_err(|e| SkillFileError::Unreadable {
+    let text = read_skill_md(&skill.dir).map_err(|e| SkillFileError::Unreadable {
         file: skill.file.display().to_string(),
         message: e.to_string(),
     })?;
@@ -374,9 +377,9 @@ pub fn expand_skill_command(input: &str, skills: &[Skill]) -> Option<Result<Stri
     let Some(skill) = find(skills, name) else {
         return Some(Err(format!("no skill named `{name}`")));
     };
-    let text = match std::fs::read_to_string(&skill.file) {
+    let text = match read_skill_md(&skill.dir) {
         Ok(t) => t,
-        Err(e) => return Some(Err(format!("{}: cannot read: {e}", skill.file.display()))),
+        Err(e) => return Some(Err(format!("{}: {e}", skill.file.display()))),
     };
     let body = skill_body(&text).trim();
     Some(Ok(format!(

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::bounded_read::read_beneath;
 use crate::skills::{first_text_line, one_line, render_named_index, split_frontmatter, SkillIndex};
 use cst_protocol::{Diagnostic, DiagnosticKind};
 
@@ -167,13 +168,15 @@ pub fn load_roles(dirs: &[PathBuf], warnings: &mut Vec<Diagnostic>) -> RoleSet {
     let mut roles: Vec<Role> = Vec::new();
     for dir in dirs {
         for file in md_files(dir) {
-            let text = match std::fs::read_to_string(&file) {
-                Ok(t) => t,
+            // Issue 13 item 7: a regular file inside the agents folder, at most MAX_ROLE_BYTES.
+            let name = file.file_name().map(PathBuf::from).unwrap_or_default();
+            let text = match read_beneath(dir, &name, MAX_ROLE_BYTES, false) {
+                Ok(b) => b.text(),
                 Err(e) => {
                     warnings.push(Diagnostic::in_file(
                         DiagnosticKind::BrokenFile,
                         &file,
-                        format!("cannot read the role file: {e}"),
+                        format!("role file {e}; the role is not loaded"),
                     ));
                     continue;
                 }
@@ -209,6 +212,9 @@ pub fn load_roles(dirs: &[PathBuf], warnings: &mut Vec<Diagnostic>) -> RoleSet {
     RoleSet::from_roles(roles)
 }
 
+/// Largest role file read.
+pub const MAX_ROLE_BYTES: u64 = 256 * 1024;
+
 /// `*.md` files of a folder, sorted by name; a missing folder has none.
 fn md_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -216,7 +222,7 @@ fn md_files(dir: &Path) -> Vec<PathBuf> {
     };
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "md") && p.is_file())
+        .filter(|p| p.extension().is_some_and(|x| x == "md") && !p.is_dir())
         .collect();
     files.sort();
     files
