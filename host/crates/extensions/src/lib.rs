@@ -5,6 +5,7 @@
 //! Inside, [`discovery`] sits on top and loads the others; none of them imports it.
 
 pub mod builtin_tools;
+pub mod child_env;
 pub mod command_tools;
 pub mod discovery;
 pub mod mcp;

@@ -26,7 +26,8 @@ pub struct ProcessSpec {
     /// Program and arguments; `argv[0]` is looked up on PATH.
     pub argv: Vec<String>,
     pub cwd: PathBuf,
-    /// Added to the inherited environment.
+    /// Laid over the host's environment without its secrets (and without the IPC variables
+    /// when sandboxed): see [`crate::child_env`].
     pub env: Vec<(String, String)>,
     pub stdin: Vec<u8>,
     pub timeout: Duration,
@@ -199,7 +200,11 @@ mod unix {
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(&spec.argv[1..])
             .current_dir(&spec.cwd)
-            .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env_clear()
+            .envs(crate::child_env::child_env(
+                spec.sandbox.is_some(),
+                spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            ))
             .stdin(Stdio::piped())
             .stdout(Stdio::from(writer))
             .stderr(Stdio::from(writer2))
