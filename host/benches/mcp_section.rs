@@ -80,6 +80,7 @@ fn manager(server: &Path, n: usize, registry: Arc<Registry>) -> McpManager {
         servers: Value::Object(servers),
         cwd_base: dir.clone(),
         default_cwd: dir,
+        contained: false,
         origin: Origin::ConfigDir,
     };
     let parsed = parse_sources(&[source], &process_env, &mut Vec::new());

@@ -74,3 +74,26 @@ fn install_errors_name_the_path() {
     assert_eq!(code, 0);
     assert!(out.contains("no plugins installed"), "{out}");
 }
+
+/// Issue 13 item 4: install says what it grants, `env:NAME` first — the plugin gets that host
+/// variable, possibly a secret.
+#[test]
+fn install_prints_the_capabilities_it_grants() {
+    let env = Env::new();
+    let src = example_dir("json-query");
+    let dir = env.tmp.path().join("json-query");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(src.join("json-query.wasm"), dir.join("json-query.wasm")).unwrap();
+    let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(src.join("plugin.json")).unwrap()).unwrap();
+    manifest["capabilities"] = serde_json::json!(["workspace-read", "env:CST_DEMO_TOKEN"]);
+    std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+    let out = env.install(&dir);
+    assert!(
+        out.contains("capabilities granted: env:CST_DEMO_TOKEN, workspace-read"),
+        "{out}"
+    );
+    assert!(
+        out.contains("env:CST_DEMO_TOKEN: the plugin can read the host variable CST_DEMO_TOKEN"),
+        "{out}"
+    );
+}

@@ -17,6 +17,7 @@ built by `python -m cst_plugin build app.py -o app.wasm`, as a wasm component.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -111,6 +112,15 @@ def main(argv: list[str] | None = None) -> None:
             print(f"usage: {sys.argv[0]} TOOL (one of: {', '.join(TOOLS)})", file=sys.stderr)
             sys.exit(2)
         argv = [next(iter(TOOLS))]
+    # The host starts a tool in its plugin folder while the workspace is untrusted (T1): paths
+    # the model gives are the workspace's, so resolve them there (every import is done by now).
+    workspace = os.environ.get("CST_WORKSPACE")
+    if workspace:
+        try:
+            os.chdir(workspace)
+        except OSError as exc:
+            print(f"error: cannot enter the workspace {workspace}: {exc}", file=sys.stderr)
+            sys.exit(1)
     try:
         out = call(argv[0], sys.stdin.read())
     except Exception as exc:  # every failure becomes a tool failure with its message

@@ -142,7 +142,8 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         if args.json {
             // Events without a line (approvals, reloads…) print nothing; serializing a line does
             // not fail in practice, and one that did would be skipped.
-            if let Some(line) = HeadlessEvent::from_event(&ev).and_then(|j| j.to_json_line().ok()) {
+            // Every secret the host knows is redacted from the line before it is printed.
+            if let Some(line) = HeadlessEvent::from_event(&ev).and_then(|j| redacted_json_line(&j)) {
                 let mut out = stdout.lock();
                 // A closed stdout (consumer gone) is not worth failing the run for.
                 let _ = writeln!(out, "{line}").and_then(|_| out.flush());
@@ -154,7 +155,7 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
             Event::TurnFinished { end, .. } => {
                 exit = status_of(&end).1;
                 if let (TurnEnd::Done { answer }, false) = (&end, args.json) {
-                    println!("{answer}");
+                    println!("{}", super::redact(answer));
                 }
                 if let TurnEnd::MaxSteps { limit } = end {
                     eprintln!("stopped: the step limit ({limit}) was reached");
@@ -169,14 +170,41 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
     exit
 }
 
+/// One JSONL line of the stream with every secret the host knows replaced (in each string of
+/// the event, so a secret is found whatever JSON escaping its text would get).
+fn redacted_json_line(event: &HeadlessEvent) -> Option<String> {
+    let mut value = serde_json::to_value(event).ok()?;
+    let known = cst_config::secrets::values();
+    if !known.is_empty() {
+        redact_strings(&mut value, &known);
+    }
+    serde_json::to_string(&value).ok()
+}
+
+fn redact_strings(v: &mut serde_json::Value, known: &[String]) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => *s = cst_config::secrets::redact_with(s, known),
+        Value::Array(a) => a.iter_mut().for_each(|x| redact_strings(x, known)),
+        Value::Object(o) => {
+            let old = std::mem::take(o);
+            for (k, mut x) in old {
+                redact_strings(&mut x, known);
+                o.insert(cst_config::secrets::redact_with(&k, known), x);
+            }
+        }
+        _ => {}
+    }
+}
+
 fn print_human(ev: &Event) {
     print_human_prefixed(ev, "");
 }
 
 fn print_human_prefixed(ev: &Event, prefix: &str) {
     match ev {
-        Event::Warning { message } => eprintln!("warning: {prefix}{message}"),
-        Event::Error { message } => eprintln!("error: {prefix}{message}"),
+        Event::Warning { message } => eprintln!("warning: {prefix}{}", super::redact(message)),
+        Event::Error { message } => eprintln!("error: {prefix}{}", super::redact(message)),
         Event::ToolCallStarted { tool, args, .. } => {
             // Argument names that look like credentials are masked on the terminal too.
             let mut a = cst_core::transcript::Redactor::default().value(args).to_string();
@@ -188,7 +216,7 @@ fn print_human_prefixed(ev: &Event, prefix: &str) {
                 a.truncate(cut);
                 a.push('…');
             }
-            eprintln!("{prefix}tool {tool} {a}");
+            eprintln!("{prefix}tool {tool} {}", super::redact(&a));
         }
         Event::ToolCallFinished {
             tool,

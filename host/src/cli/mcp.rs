@@ -52,7 +52,10 @@ pub async fn run(cli: &Cli, cmd: &McpCmd) -> i32 {
                         })
                     })
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+                println!(
+                    "{}",
+                    super::redact(&serde_json::to_string_pretty(&list).unwrap_or_default())
+                );
             } else if servers.is_empty() {
                 println!("no MCP servers");
             } else {
@@ -65,7 +68,7 @@ pub async fn run(cli: &Cli, cmd: &McpCmd) -> i32 {
                         s.origin
                     );
                     if let mcp::ServerStatus::Failed(r) | mcp::ServerStatus::Exited(r) = &s.status {
-                        println!("    {r}");
+                        println!("    {}", super::redact(r));
                     }
                 }
             }

@@ -62,8 +62,14 @@ pub enum Command {
 /// Print load problems (broken files, clashes) to stderr, one a line: `warning: {file}: {message}`.
 pub fn print_warnings(warnings: &[Diagnostic]) {
     for w in warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", redact(&w.to_string()));
     }
+}
+
+/// `text` with every secret the host knows replaced by `[REDACTED]` (the API key, the `${NAME}`
+/// values expanded into MCP servers): for everything printed to stderr or stdout.
+pub fn redact(text: &str) -> String {
+    cst_config::secrets::redact(text)
 }
 
 impl Cli {

@@ -48,6 +48,7 @@ pub async fn run(cli: &Cli, cmd: &PluginsCmd) -> i32 {
                     )
                 };
                 println!("installed {}{tools} into {}", done.name, done.dir.display());
+                print_capabilities(&done.dir);
                 exit::OK
             }
             Err(e) => {
@@ -80,5 +81,28 @@ pub async fn run(cli: &Cli, cmd: &PluginsCmd) -> i32 {
             }
         },
         PluginsCmd::Trust(_) => unreachable!("handled above"),
+    }
+}
+
+/// What the installed plugin may reach (D13), `env:NAME` entries first: each one hands the
+/// plugin the value of a host variable, possibly a secret.
+fn print_capabilities(dir: &std::path::Path) {
+    let Ok(manifest) = cst_extensions::plugins::PluginManifest::load(&dir.join("plugin.json")) else {
+        return;
+    };
+    if manifest.wasm.is_none() {
+        return;
+    }
+    let mut caps = manifest.capabilities.clone();
+    caps.sort_by_key(|c| !c.starts_with("env:"));
+    if caps.is_empty() {
+        println!("capabilities granted: none (no files, no environment, no network)");
+        return;
+    }
+    println!("capabilities granted: {}", caps.join(", "));
+    for c in &caps {
+        if let Some(name) = c.strip_prefix("env:") {
+            println!("  {c}: the plugin can read the host variable {name}");
+        }
     }
 }

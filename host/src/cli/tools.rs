@@ -100,11 +100,11 @@ async fn run_cmd(cmd: &ToolsCmd, loaded: &discovery::Loaded, workspace: std::pat
             });
             match loaded.registry.call(name, value, &ctx).await {
                 Ok(out) => {
-                    println!("{out}");
+                    println!("{}", super::redact(&out));
                     exit::OK
                 }
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    eprintln!("error: {}", super::redact(&e.to_string()));
                     if let CallError::Failed { exit_code: Some(c), .. } = &e {
                         eprintln!("(exit code {c})");
                     }

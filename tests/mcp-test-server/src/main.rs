@@ -86,6 +86,14 @@ fn build_tools() -> Vec<Tool> {
             empty.clone(),
         ),
     ];
+    // Only when asked, so the tool counts other tests expect stay as they are.
+    if std::env::var_os("CST_TEST_ENV_TOOL").is_some() {
+        tools.push(tool(
+            "env",
+            "Return the server's environment, `NAME=value` a line",
+            empty.clone(),
+        ));
+    }
     let fillers: usize = std::env::var("CST_TEST_TOOLS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -181,6 +189,13 @@ impl ServerHandler for TestServer {
                 Ok(d) => text_result(d.display().to_string()),
                 Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!("cwd: {e}"))]).into()),
             },
+            "env" => {
+                let mut vars: Vec<String> = std::env::vars_os()
+                    .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
+                    .collect();
+                vars.sort();
+                text_result(vars.join("\n"))
+            }
             "audio" => Ok(CallToolResult::success(vec![ContentBlock::audio(AUDIO_B64, "audio/wav")]).into()),
             "grandchild" => match std::process::Command::new("sleep").arg("300").spawn() {
                 // Not waited for: it must die with the process group.

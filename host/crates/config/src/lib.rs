@@ -5,6 +5,7 @@ pub mod config_dir;
 mod fs;
 mod mcp_source;
 mod profile;
+pub mod secrets;
 pub mod settings;
 pub mod trust;
 

@@ -17,9 +17,14 @@ pub struct McpSource {
     pub file: PathBuf,
     /// The `mcpServers` object, unparsed.
     pub servers: serde_json::Value,
-    /// Relative `cwd` values resolve against this: the workspace, for every source (M4).
+    /// Relative `cwd` values resolve against this: the workspace, for every source (M4) — the
+    /// source's own folder while the workspace is untrusted (`contained`).
     pub cwd_base: PathBuf,
     /// Where a server without `cwd` runs: the workspace, or a plugin's folder (M4).
     pub default_cwd: PathBuf,
     pub origin: Origin,
+    /// The workspace is not trusted (T1): nothing of it may run, so discovery made `cwd_base`
+    /// and `default_cwd` the source's own folder (the config dir, the plugin folder) and the
+    /// servers get `PYTHONSAFEPATH=1` (no current or script folder on Python's `sys.path`).
+    pub contained: bool,
 }

@@ -107,6 +107,7 @@ pub fn spawn(config: SessionConfig) -> SessionHandle {
     let (ev_tx, ev_rx) = mpsc::unbounded_channel();
     let bus = EventBus::new(Some(ev_tx));
 
+    config.model.config().remember_secrets();
     let mut secrets = config.secrets.clone();
     secrets.extend(config.model.config().api_key.clone());
     let transcript = config

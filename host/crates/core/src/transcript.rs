@@ -26,37 +26,41 @@ pub struct Redactor {
     values: Vec<String>,
 }
 
-pub const REDACTED: &str = "[REDACTED]";
+pub const REDACTED: &str = cst_config::secrets::REDACTED;
 
 impl Redactor {
     /// `values` shorter than 6 characters are ignored (they would mangle ordinary text).
     pub fn new(values: impl IntoIterator<Item = String>) -> Self {
-        Self {
-            values: values.into_iter().filter(|v| v.len() >= 6).collect(),
-        }
+        let mut values: Vec<String> = values.into_iter().filter(|v| v.len() >= 6).collect();
+        values.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        Self { values }
     }
 
+    /// `s` with its values and every secret the host knows ([`cst_config::secrets`]: the API
+    /// key, the `${NAME}` values expanded into MCP servers) replaced.
     pub fn text(&self, s: &str) -> String {
-        let mut out = s.to_string();
-        for v in &self.values {
-            if out.contains(v.as_str()) {
-                out = out.replace(v.as_str(), REDACTED);
-            }
-        }
-        out
+        let out = cst_config::secrets::redact_with(s, &self.values);
+        cst_config::secrets::redact(&out)
     }
 
     pub fn value(&self, v: &Value) -> Value {
+        self.value_with(v, &cst_config::secrets::values())
+    }
+
+    fn value_with(&self, v: &Value, known: &[String]) -> Value {
         match v {
-            Value::String(s) => Value::String(self.text(s)),
-            Value::Array(a) => Value::Array(a.iter().map(|x| self.value(x)).collect()),
+            Value::String(s) => Value::String(cst_config::secrets::redact_with(
+                &cst_config::secrets::redact_with(s, &self.values),
+                known,
+            )),
+            Value::Array(a) => Value::Array(a.iter().map(|x| self.value_with(x, known)).collect()),
             Value::Object(o) => {
                 let mut m = Map::new();
                 for (k, x) in o {
                     let x = if is_secret_key(k) && !x.is_null() {
                         Value::String(REDACTED.into())
                     } else {
-                        self.value(x)
+                        self.value_with(x, known)
                     };
                     m.insert(k.clone(), x);
                 }

@@ -156,7 +156,13 @@ fn load_plugins_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec
         plugin_roots.push((agent.join("plugins"), PluginPlace::Workspace(ws)));
     }
     if let Some(c) = &config {
-        plugin_roots.push((c.join("plugins"), PluginPlace::Installed));
+        // T1: an untrusted workspace is no place to run the user's command tools in.
+        plugin_roots.push((
+            c.join("plugins"),
+            PluginPlace::Installed {
+                contained: !loaded.trusted,
+            },
+        ));
     }
     let mut by_name: BTreeMap<String, PathBuf> = BTreeMap::new();
     for (root, place) in plugin_roots {
@@ -238,7 +244,9 @@ fn workspace_skills_dir(p: &LoadedPlugin, sub: &str) -> Result<PathBuf, String> 
 }
 
 /// MCP sources in precedence order (E5, E7): the workspace's `mcp.json` when trusted, the config
-/// dir's, then the plugins' `mcpServers`.
+/// dir's, then the plugins' `mcpServers`. While the workspace is untrusted the config dir's and
+/// the plugins' sources are `contained` (T1): their servers run in their own folder (relative
+/// `cwd`s too) with `PYTHONSAFEPATH=1`.
 fn collect_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions, config: Option<&Path>, warnings: &mut Vec<Diagnostic>) {
     let ws = &opts.workspace;
     let agent = ws.join(".agent");
@@ -247,7 +255,18 @@ fn collect_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions, config: Option<&
         push_mcp_json(&agent.join("mcp.json"), Origin::Workspace, ws, &mut sources, warnings);
     }
     if let Some(c) = &config {
-        push_mcp_json(&c.join("mcp.json"), Origin::ConfigDir, ws, &mut sources, warnings);
+        // T1: until the workspace is trusted, the user's own servers run in the config dir, not
+        // in the workspace (`python3 -m pkg` would run the workspace's `pkg.py`).
+        let base = if loaded.trusted {
+            ws.to_path_buf()
+        } else {
+            c.to_path_buf()
+        };
+        let before = sources.len();
+        push_mcp_json(&c.join("mcp.json"), Origin::ConfigDir, &base, &mut sources, warnings);
+        for s in &mut sources[before..] {
+            s.contained = !loaded.trusted;
+        }
     }
     for p in &loaded.plugins {
         if let Some(servers) = &p.manifest.mcp_servers {
@@ -264,8 +283,14 @@ fn collect_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions, config: Option<&
                 file: p.file.clone(),
                 servers: servers.clone(),
                 // M4: a relative `cwd` is the workspace's; only the default is the plugin folder.
-                cwd_base: ws.to_path_buf(),
+                // T1: the plugin folder's while the workspace is untrusted.
+                cwd_base: if loaded.trusted {
+                    ws.to_path_buf()
+                } else {
+                    p.dir.clone()
+                },
                 default_cwd: p.dir.clone(),
+                contained: !loaded.trusted,
                 origin: Origin::Plugin(p.name.clone()),
             });
         }
@@ -585,6 +610,7 @@ mod tests {
         let runner = Arc::new(crate::command_tools::CommandTool {
             argv: vec!["true".into()],
             plugin_dir: PathBuf::from("/cfg/plugins/b"),
+            contained: false,
         });
         let clash = registry.register(spec, runner).expect_err("the name is taken");
         clashes.push(clash.into());
@@ -595,6 +621,7 @@ mod tests {
             servers: serde_json::json!({"gh": {"command": "gh-mcp"}}),
             cwd_base: PathBuf::from("/ws"),
             default_cwd: PathBuf::from("/ws"),
+            contained: false,
             origin: Origin::ConfigDir,
         };
         let mut warnings = Vec::new();

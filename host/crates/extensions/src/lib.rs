@@ -6,6 +6,7 @@
 
 pub mod bounded_read;
 pub mod builtin_tools;
+pub mod child_env;
 pub mod command_tools;
 pub mod discovery;
 pub mod mcp;

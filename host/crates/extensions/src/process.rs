@@ -35,7 +35,8 @@ pub struct ProcessSpec {
     /// Program and arguments; `argv[0]` is looked up on PATH.
     pub argv: Vec<String>,
     pub cwd: PathBuf,
-    /// Added to the inherited environment.
+    /// Laid over the host's environment without its secrets (and without the IPC variables
+    /// when sandboxed): see [`crate::child_env`].
     pub env: Vec<(String, String)>,
     pub stdin: Vec<u8>,
     pub timeout: Duration,
@@ -237,6 +238,11 @@ mod unix {
                 }
                 None => crate::sandbox::contained_args(&spec.cwd),
             };
+            // The confined arguments start the command in the workspace; a tool that runs in
+            // its own folder (an untrusted workspace's config-dir plugin) says so (last wins).
+            if spec.sandbox.is_some() {
+                args.extend(["--chdir".into(), spec.cwd.to_string_lossy().into_owned()]);
+            }
             args.push("--".into());
             args.extend(spec.argv.iter().cloned());
             let mut cmd = tokio::process::Command::new(crate::sandbox::BWRAP);
@@ -303,7 +309,11 @@ mod unix {
         let keep_fd = seccomp.as_ref().map_or(-1, |fd| fd.as_raw_fd());
         let host = std::process::id();
         cmd.current_dir(&spec.cwd)
-            .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env_clear()
+            .envs(crate::child_env::child_env(
+                spec.sandbox.is_some(),
+                spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            ))
             .stdin(Stdio::piped())
             .stdout(Stdio::from(writer))
             .stderr(Stdio::from(writer2))

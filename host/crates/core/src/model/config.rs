@@ -10,7 +10,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
+pub const DEFAULT_API_KEY_ENV: &str = cst_config::secrets::DEFAULT_API_KEY_ENV;
 
 /// The resolved model settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +41,18 @@ impl ModelConfig {
     /// Resolve from the settings file, the environment and the flags.
     pub fn resolve(overrides: &ModelOverrides) -> anyhow::Result<Self> {
         let file = cst_config::settings::settings_path()?;
-        Self::resolve_with(&file, overrides, |k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        let config = Self::resolve_with(&file, overrides, |k| std::env::var(k).ok().filter(|v| !v.is_empty()))?;
+        config.remember_secrets();
+        Ok(config)
+    }
+
+    /// Tell [`cst_config::secrets`] about the key: its variable never reaches a child process,
+    /// its value is redacted from every output.
+    pub fn remember_secrets(&self) {
+        cst_config::secrets::remember_var(&self.api_key_env);
+        if let Some(k) = &self.api_key {
+            cst_config::secrets::remember(k);
+        }
     }
 
     /// Same as [`ModelConfig::resolve`] with an explicit settings file and env lookup.

@@ -5,7 +5,9 @@
 //!   path) becomes that file's absolute path; a string runs under `sh -c` (P4);
 //! - the arguments, already validated by the registry against the full JSON Schema, go to stdin
 //!   as one JSON object (P5, P8);
-//! - cwd = workspace root; env adds `CST_PLUGIN_DIR`, `CST_WORKSPACE`, `CST_TOOL` (P9);
+//! - cwd = workspace root; env adds `CST_PLUGIN_DIR`, `CST_WORKSPACE`, `CST_TOOL` (P9) to the
+//!   host's environment without its secrets ([`crate::child_env`]); while the workspace is
+//!   untrusted (T1) cwd = the plugin folder, with `PYTHONSAFEPATH=1`;
 //! - stdout+stderr in order, capped, non-zero exit = failure (P10); timeout = group killed, 124 (P7);
 //! - POSIX only (P12): elsewhere [`register_all`] skips them with one message.
 
@@ -26,6 +28,9 @@ pub struct CommandTool {
     /// The resolved command line (P4).
     pub argv: Vec<String>,
     pub plugin_dir: PathBuf,
+    /// The workspace is untrusted (T1): run in the plugin folder, not the workspace, with
+    /// `PYTHONSAFEPATH=1` and the plugin folder on `PYTHONPATH`.
+    pub contained: bool,
 }
 
 /// P4: an array is run directly, with relative elements that name a file in the plugin folder
@@ -57,18 +62,32 @@ impl ToolRunner for CommandTool {
                 message: format!("cannot encode the arguments: {e}"),
                 exit_code: None,
             })?;
+            let mut env = vec![
+                ("CST_PLUGIN_DIR".into(), self.plugin_dir.to_string_lossy().into_owned()),
+                ("CST_WORKSPACE".into(), ws.to_string_lossy().into_owned()),
+                ("CST_TOOL".into(), call.spec.name.clone()),
+            ];
+            // P9's cwd is the workspace root once it is trusted; until then nothing of it may
+            // run, so the tool starts in its own folder and finds the workspace in CST_WORKSPACE.
+            let cwd = if self.contained {
+                let (k, v) = crate::child_env::PYTHON_SAFE_PATH;
+                env.push((k.into(), v.into()));
+                env.push((
+                    "PYTHONPATH".into(),
+                    crate::child_env::python_path_with(&self.plugin_dir),
+                ));
+                self.plugin_dir.clone()
+            } else {
+                ws.clone()
+            };
             let mut sandbox = crate::process::sandbox_policy(&call);
             if let Some(policy) = &mut sandbox {
                 policy.read_only.push(self.plugin_dir.clone());
             }
             let spec = ProcessSpec {
                 argv: self.argv.clone(),
-                cwd: ws.clone(),
-                env: vec![
-                    ("CST_PLUGIN_DIR".into(), self.plugin_dir.to_string_lossy().into_owned()),
-                    ("CST_WORKSPACE".into(), ws.to_string_lossy().into_owned()),
-                    ("CST_TOOL".into(), call.spec.name.clone()),
-                ],
+                cwd,
+                env,
                 stdin,
                 timeout: call.spec.timeout,
                 sandbox,
@@ -113,6 +132,7 @@ pub fn register_all(
     manifest: &PluginManifest,
     dir: &Path,
     file: &Path,
+    contained: bool,
     registry: &Registry,
     warnings: &mut Vec<Diagnostic>,
 ) -> Vec<String> {
@@ -177,6 +197,7 @@ pub fn register_all(
         let runner = Arc::new(CommandTool {
             argv,
             plugin_dir: dir_abs.clone(),
+            contained,
         });
         match registry.register(spec, runner) {
             Ok(()) => {

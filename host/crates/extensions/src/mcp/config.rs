@@ -105,6 +105,7 @@ pub fn read_mcp_json(path: &Path, origin: Origin, workspace: &Path) -> Result<Op
         servers,
         cwd_base: workspace.to_path_buf(),
         default_cwd: workspace.to_path_buf(),
+        contained: false,
         origin,
     }))
 }
@@ -222,6 +223,19 @@ fn parse_entry(
         }
         Some(_) => return Err("`env` must be an object of strings".into()),
     }
+    if source.contained {
+        // T1: the workspace is untrusted; Python must not take modules from the current folder or
+        // the script's, and a plugin's own modules still import (its folder on PYTHONPATH).
+        env_pairs.retain(|(k, _)| k != crate::child_env::PYTHON_SAFE_PATH.0);
+        let (k, v) = crate::child_env::PYTHON_SAFE_PATH;
+        env_pairs.push((k.to_string(), v.to_string()));
+        if matches!(source.origin, Origin::Plugin(_)) && !env_pairs.iter().any(|(k, _)| k == "PYTHONPATH") {
+            env_pairs.push((
+                "PYTHONPATH".into(),
+                crate::child_env::python_path_with(&source.default_cwd),
+            ));
+        }
+    }
     let cwd = match obj.get("cwd") {
         None | Some(Value::Null) => source.default_cwd.clone(),
         Some(Value::String(c)) => {
@@ -289,7 +303,8 @@ fn missing_var(var: &str, field: &str) -> String {
 }
 
 /// Replace every `${NAME}` with the variable's value. A missing variable is an error naming it
-/// (never an empty string). Text that is not `${NAME}` is kept as written.
+/// (never an empty string). Text that is not `${NAME}` is kept as written. Each value expanded is
+/// remembered as a secret ([`cst_config::secrets::remember_expanded`]).
 pub fn expand_vars(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
@@ -300,7 +315,12 @@ pub fn expand_vars(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Stri
             Some(end) if is_var_name(&after[..end]) => {
                 let name = &after[..end];
                 match env(name) {
-                    Some(v) => out.push_str(&v),
+                    Some(v) => {
+                        // A value put into a server's env or args is a secret the host knows: it
+                        // is redacted from every output from now on.
+                        cst_config::secrets::remember_expanded(name, &v);
+                        out.push_str(&v)
+                    }
                     None => return Err(name.to_string()),
                 }
                 rest = &after[end + 1..];
@@ -345,6 +365,7 @@ mod tests {
             servers,
             cwd_base: PathBuf::from("/ws"),
             default_cwd: PathBuf::from("/ws"),
+            contained: false,
             origin,
         }
     }

@@ -226,10 +226,15 @@ fn spawn_stdio(cfg: &StdioConfig) -> Result<Pipes, String> {
     }
     let program = resolve_program(&cfg.command, &cfg.cwd)?;
     let mut cmd = tokio::process::Command::new(&program);
-    // The host's environment is inherited (so PATH, HOME and on Windows SystemRoot, PATHEXT,
-    // APPDATA stay), and the entry's `env` is laid over it (M3).
+    // The host's environment without its secrets (so PATH, HOME and on Windows SystemRoot,
+    // PATHEXT, APPDATA stay; the model key, `*_TOKEN`... do not), and the entry's `env` laid over
+    // it (M3): a variable the entry names explicitly is passed.
     cmd.args(&cfg.args)
-        .envs(cfg.env.iter().map(|(k, v)| (k, v)))
+        .env_clear()
+        .envs(crate::child_env::child_env(
+            false,
+            cfg.env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        ))
         .current_dir(&cfg.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -253,8 +258,9 @@ fn spawn_stdio(cfg: &StdioConfig) -> Result<Pipes, String> {
     }
 }
 
-/// A bare name is looked up on the host's `PATH` (with `PATHEXT` on Windows, so `npx` finds
-/// `npx.cmd`); a relative path with a separator is taken from the server's `cwd`.
+/// A bare name is looked up on the absolute folders of the host's `PATH` (with `PATHEXT` on
+/// Windows, so `npx` finds `npx.cmd`); a relative path with a separator is taken from the
+/// server's `cwd` (never an untrusted workspace: see `discovery`).
 fn resolve_program(command: &str, cwd: &Path) -> Result<PathBuf, String> {
     let has_sep = command.contains('/') || (cfg!(windows) && command.contains('\\'));
     if has_sep {
@@ -265,7 +271,10 @@ fn resolve_program(command: &str, cwd: &Path) -> Result<PathBuf, String> {
         }
         return Err(format!("command `{command}` does not exist ({})", p.display()));
     }
-    rmcp::transport::which_command(command)
-        .map(|c| PathBuf::from(c.as_std().get_program()))
-        .map_err(|_| format!("command `{command}` not found on PATH"))
+    // Only the absolute folders of PATH: a relative entry (`.`, `bin`, an empty one) would be
+    // taken from the host's current folder — often an untrusted workspace (T1).
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let absolute: Vec<PathBuf> = std::env::split_paths(&path).filter(|d| d.is_absolute()).collect();
+    let path = std::env::join_paths(absolute).unwrap_or_default();
+    which::which_in(command, Some(path), cwd).map_err(|_| format!("command `{command}` not found on PATH"))
 }

@@ -18,7 +18,9 @@ use cst_wasm::{WasmPlugin, WasmToolRunner};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PluginPlace<'a> {
     /// Installed (`<config>/plugins`): the tools come from the install record `installed.json`.
-    Installed,
+    /// `contained` while the workspace is untrusted (T1): its command tools run in the plugin
+    /// folder with `PYTHONSAFEPATH=1`, not in the workspace.
+    Installed { contained: bool },
     /// `<ws>/.agent/plugins` of a trusted workspace (E4): no install step; the tools come from a
     /// record in the cache dir keyed by the component's content ([`workspace`]).
     Workspace(&'a Path),
@@ -38,14 +40,21 @@ pub struct LoadedPlugin {
 
 /// Load one plugin folder: parse `plugin.json`, register its command tools (POSIX only) and its
 /// wasm component's tools. A tool whose name is taken is skipped with a warning (E7, P2); a
-/// broken manifest fails the whole plugin with an error naming the file.
+/// broken manifest fails the whole plugin with an error naming the file. Its command tools run
+/// in the workspace they are called for (the caller trusts it); discovery decides by trust.
 pub fn load_plugin_dir(
     dir: &Path,
     registry: &Registry,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<LoadedPlugin, ManifestError> {
     let manifest = PluginManifest::load(&dir.join("plugin.json"))?;
-    load_plugin(dir, manifest, PluginPlace::Installed, registry, warnings)
+    load_plugin(
+        dir,
+        manifest,
+        PluginPlace::Installed { contained: false },
+        registry,
+        warnings,
+    )
 }
 
 /// [`load_plugin_dir`] for a manifest already read (discovery reads it first for the E7 check),
@@ -69,7 +78,7 @@ pub fn load_plugin(
     // The wasm part first: its errors (e.g. an unknown capability) fail the plugin before any
     // tool is registered.
     let wasm_tools = match place {
-        PluginPlace::Installed => register_wasm_tools(&loaded, registry, warnings)?,
+        PluginPlace::Installed { .. } => register_wasm_tools(&loaded, registry, warnings)?,
         PluginPlace::Workspace(ws) => register_workspace_wasm_tools(&loaded, ws, registry, warnings)?,
     };
     loaded.tools.extend(wasm_tools);
@@ -78,6 +87,7 @@ pub fn load_plugin(
         &loaded.manifest,
         &loaded.dir,
         &loaded.file,
+        matches!(place, PluginPlace::Installed { contained: true }),
         registry,
         warnings,
     ));
