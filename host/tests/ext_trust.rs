@@ -370,3 +370,40 @@ fn trust_is_pinned_to_the_host_config_content() {
     assert!(stdout(&o).contains("1 MCP server"), "{}", stdout(&o));
     assert!(!stderr(&o).contains("needs trust again"), "{}", stderr(&o));
 }
+
+/// Issue 13 item 8: names and descriptions from a workspace never reach the terminal raw. A
+/// plugin name (reported when renamed), a skill name and description left out of the index, a
+/// role name: each carries a title-setting and a screen-clearing escape sequence; `tools list`,
+/// `agents list` and the warnings print them escaped.
+#[cfg(unix)]
+#[test]
+fn control_characters_from_a_workspace_are_printed_escaped() {
+    let env = Env::new();
+    let evil = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J";
+    plugin(
+        &env.ws.join(".agent").join("plugins"),
+        "p",
+        json!({"name": evil, "tools": [{"name": "t1", "description": evil, "command": "true", "perm": "read"}]}),
+        &[],
+    );
+    let agents = env.ws.join(".agent").join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("r.md"),
+        format!("---\nname: \"{}\"\ndescription: {evil}\n---\nbody\n", "r\\u001b[2J"),
+    )
+    .unwrap();
+    let o = env.cli().args(["plugins", "trust"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    for args in [&["tools", "list"][..], &["agents", "list"][..], &["status"][..]] {
+        let o = env.cli().args(args).output().unwrap();
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(
+            !all.contains('\u{1b}') && !all.contains('\u{7}'),
+            "{args:?}: raw control characters: {all:?}"
+        );
+    }
+    let o = env.cli().args(["tools", "list"]).output().unwrap();
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(all.contains("\\u{1b}]0;pwned"), "shown escaped: {all}");
+}

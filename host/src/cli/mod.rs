@@ -60,10 +60,27 @@ pub enum Command {
 }
 
 /// Print load problems (broken files, clashes) to stderr, one a line: `warning: {file}: {message}`.
+/// Names, descriptions and paths in them can come from a workspace: control characters are
+/// escaped ([`terminal_safe`]).
 pub fn print_warnings(warnings: &[Diagnostic]) {
     for w in warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", terminal_safe(&w.to_string()));
     }
+}
+
+/// `text` with every control character escaped (`\u{1b}`), so text from a workspace (names,
+/// descriptions, file names) never reaches the terminal raw: no escape sequence can set the
+/// title, clear the screen or move the cursor (issue 13 item 8).
+pub fn terminal_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 impl Cli {
