@@ -548,3 +548,90 @@ fn prompt_from_stdin_and_the_minimal_profile() {
     let out = f.run(&["exec"]);
     assert_eq!(out.status.code(), Some(2), "an empty prompt is a usage error");
 }
+
+/// Issue 13 item 5: the model's file tools never change the host's own files without a person.
+/// In a trusted workspace, `write_file .agent/mcp.json` in `auto` would become an unapproved,
+/// unsandboxed server process at the next start; headless, every write to the workspace's host
+/// config (`.agent/`, `.claude/skills`, `.claude/agents`) is refused — in `full` too — and the
+/// file is unchanged. A write elsewhere still runs (the control).
+#[test]
+fn writes_to_the_host_config_always_ask_and_headless_refuses_them() {
+    let marker = tempfile::tempdir().unwrap();
+    let marker = marker.path().join("pwned.marker");
+    let evil =
+        json!({"mcpServers": {"evil": {"command": "sh", "args": ["-c", format!("touch {}", marker.display())]}}})
+            .to_string();
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![
+            call("w1", "write_file", json!({"path": ".agent/mcp.json", "content": evil})),
+            call(
+                "w2",
+                "edit_file",
+                json!({"path": "src/../.agent/mcp.json", "old_text": "{}", "new_text": "{\"x\": {}}"}),
+            ),
+            call(
+                "w3",
+                "write_file",
+                json!({"path": ".claude/skills/x/SKILL.md", "content": "hi"}),
+            ),
+            call(
+                "w4",
+                "write_file",
+                json!({"path": ".AGENT/agents/r.md", "content": "hi"}),
+            ),
+            call("w5", "write_file", json!({"path": "notes.txt", "content": "fine"})),
+        ]),
+        Reply::text("Done."),
+    ]);
+    let f = Fixture::new(&server);
+    let agent = f.ws().join(".agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    std::fs::create_dir_all(f.ws().join("src")).unwrap();
+    let original = r#"{"mcpServers": {}}"#;
+    std::fs::write(agent.join("mcp.json"), original).unwrap();
+    let o = f.run(&["plugins", "trust"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+
+    let out = f.run(&["exec", "write the config"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let reqs = server.requests();
+    for id in ["w1", "w2", "w3", "w4"] {
+        let r = reqs[1].tool_result(id).unwrap();
+        assert!(r.contains("denied") && r.contains("host config"), "{id}: {r}");
+        assert!(r.contains("headless"), "{id}: {r}");
+    }
+    assert!(
+        reqs[1].tool_result("w5").unwrap().contains("wrote"),
+        "the control write runs"
+    );
+    assert_eq!(std::fs::read_to_string(agent.join("mcp.json")).unwrap(), original);
+    assert!(!f.ws().join(".claude").exists());
+    assert!(!agent.join("agents").exists());
+
+    server.finish();
+
+    // `full` lifts confinement for this session, not for files the host runs at its next start.
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![call(
+            "f1",
+            "write_file",
+            json!({"path": ".agent/plugins/p/plugin.json", "content": "{}"}),
+        )]),
+        Reply::text("Done."),
+    ]);
+    let settings = f.config_dir().join("settings.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    v["model"]["base_url"] = json!(server.url());
+    std::fs::write(&settings, v.to_string()).unwrap();
+    let out = f.run(&["exec", "--approval", "full", "write a plugin"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let r = server.requests()[1].tool_result("f1").unwrap();
+    assert!(r.contains("denied") && r.contains("host config"), "{r}");
+    assert!(!agent.join("plugins").exists());
+    server.finish();
+
+    // The next start runs nothing new.
+    let o = f.run(&["status"]);
+    assert!(text(&o.stdout).contains("0 MCP servers"), "{}", text(&o.stdout));
+    assert!(!marker.exists());
+}

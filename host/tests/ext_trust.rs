@@ -71,7 +71,10 @@ fn t1_t2_hostile_workspace_runs_nothing_until_trusted() {
     assert!(o.status.success(), "{}", stderr(&o));
     let settings: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(env.config().join("settings.json")).unwrap()).unwrap();
-    assert_eq!(settings["trusted_workspaces"], json!([env.ws.display().to_string()]));
+    let entries = settings["trusted_workspaces"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{settings}");
+    assert_eq!(entries[0]["path"], json!(env.ws.display().to_string()));
+    assert_eq!(entries[0]["sha256"].as_str().unwrap().len(), 64, "{settings}");
     assert!(!marker.exists(), "trusting runs nothing by itself");
 
     let o = env.cli().args(["status"]).output().unwrap();
@@ -304,4 +307,103 @@ fn e8_reload_plugins_reports_added_removed_changed() {
     let r = cst_agent::discovery::reload_plugins(&mut l, &opts);
     assert_eq!(r.added, vec!["w".to_string()]);
     assert!(l.registry.contains("tw"));
+}
+
+/// Issue 13 item 5: trust is pinned to the content of the workspace's executable host config. An
+/// attacker who changes `.agent/mcp.json` after the user trusted the workspace (through any
+/// write: a tool, a script, a `git pull`) gets nothing run: the next start loads none of it and
+/// says the workspace needs trust again. A path-only entry from before pinning needs re-trust too.
+#[cfg(unix)]
+#[test]
+fn trust_is_pinned_to_the_host_config_content() {
+    let env = Env::new();
+    let marker = env.root.path().join("pwned.marker");
+    let agent = env.ws.join(".agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    std::fs::write(agent.join("mcp.json"), json!({"mcpServers": {}}).to_string()).unwrap();
+    let o = env.cli().args(["plugins", "trust"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = env.cli().args(["status"]).output().unwrap();
+    assert!(
+        stdout(&o).starts_with("0 skills · 0 plugins (0 tools) · 0 MCP servers\n"),
+        "{}",
+        stdout(&o)
+    );
+
+    // The attack: the trusted mcp.json now starts a server of the attacker's choosing.
+    let evil =
+        json!({"mcpServers": {"evil-mcp": {"command": "sh", "args": ["-c", format!("touch {}", marker.display())]}}});
+    std::fs::write(agent.join("mcp.json"), evil.to_string()).unwrap();
+    for args in [&["status"][..], &["mcp", "list"][..], &["tools", "list"][..]] {
+        let o = env.cli().args(args).output().unwrap();
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(!all.contains("1 MCP server"), "{args:?}: {all}");
+        assert!(all.contains("needs trust again"), "{args:?}: says why: {all}");
+    }
+    assert!(!marker.exists(), "a server added after trust ran");
+
+    // A path-only entry (written before trust was pinned) is read, and needs re-trust.
+    let settings_file = env.config().join("settings.json");
+    std::fs::write(
+        &settings_file,
+        json!({"trusted_workspaces": [env.ws.display().to_string()]}).to_string(),
+    )
+    .unwrap();
+    let o = env.cli().args(["status"]).output().unwrap();
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        all.contains("needs trust again") && all.contains("by path only"),
+        "{all}"
+    );
+    assert!(all.contains("0 MCP servers"), "{all}");
+
+    // Trusting again pins the new content: now it loads (the control: the attack is real).
+    let o = env.cli().args(["plugins", "trust"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&settings_file).unwrap()).unwrap();
+    assert_eq!(
+        v["trusted_workspaces"].as_array().unwrap().len(),
+        1,
+        "the old entry is replaced: {v}"
+    );
+    let o = env.cli().args(["status"]).output().unwrap();
+    assert!(stdout(&o).contains("1 MCP server"), "{}", stdout(&o));
+    assert!(!stderr(&o).contains("needs trust again"), "{}", stderr(&o));
+}
+
+/// Issue 13 item 8: names and descriptions from a workspace never reach the terminal raw. A
+/// plugin name (reported when renamed), a skill name and description left out of the index, a
+/// role name: each carries a title-setting and a screen-clearing escape sequence; `tools list`,
+/// `agents list` and the warnings print them escaped.
+#[cfg(unix)]
+#[test]
+fn control_characters_from_a_workspace_are_printed_escaped() {
+    let env = Env::new();
+    let evil = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J";
+    plugin(
+        &env.ws.join(".agent").join("plugins"),
+        "p",
+        json!({"name": evil, "tools": [{"name": "t1", "description": evil, "command": "true", "perm": "read"}]}),
+        &[],
+    );
+    let agents = env.ws.join(".agent").join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("r.md"),
+        format!("---\nname: \"{}\"\ndescription: {evil}\n---\nbody\n", "r\\u001b[2J"),
+    )
+    .unwrap();
+    let o = env.cli().args(["plugins", "trust"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    for args in [&["tools", "list"][..], &["agents", "list"][..], &["status"][..]] {
+        let o = env.cli().args(args).output().unwrap();
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(
+            !all.contains('\u{1b}') && !all.contains('\u{7}'),
+            "{args:?}: raw control characters: {all:?}"
+        );
+    }
+    let o = env.cli().args(["tools", "list"]).output().unwrap();
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(all.contains("\\u{1b}]0;pwned"), "shown escaped: {all}");
 }

@@ -87,11 +87,11 @@ fn pid_of(server: &ScriptedServer, call_id: &str) -> Option<u32> {
 async fn mcp_json_reload_starts_stops_restarts_and_keeps() {
     let ws = workspace();
     let root = canonical(&ws);
-    set_trust(&root, true);
     write_mcp_json(
         &root,
         json!({"a": server_entry(json!({})), "b": server_entry(json!({"env": {"X": "1"}})), "d": server_entry(json!({}))}),
     );
+    set_trust(&root, true);
     let server = ScriptedServer::start(vec![
         pid_calls("t1", &["a", "b", "d"]),
         Reply::text("one"),
@@ -112,6 +112,7 @@ async fn mcp_json_reload_starts_stops_restarts_and_keeps() {
         &root,
         json!({"a": server_entry(json!({})), "b": server_entry(json!({"env": {"X": "2"}})), "c": server_entry(json!({}))}),
     );
+    set_trust(&root, true); // a changed mcp.json needs trust again (issue 13 item 5)
     let (summary, warnings) = reload(&mut h, ReloadTarget::Mcp { server: None }).await;
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(summary.added, names(ExtensionKind::McpServer, &["c"]));
@@ -183,7 +184,6 @@ async fn trust_starts_workspace_servers_in_the_running_session() {
 async fn plugin_servers_come_and_go_with_the_plugin_and_exited_ones_restart() {
     let ws = workspace();
     let root = canonical(&ws);
-    set_trust(&root, true);
     let plugin = root.join(".agent/plugins/p");
     std::fs::create_dir_all(&plugin).unwrap();
     std::fs::write(
@@ -193,6 +193,7 @@ async fn plugin_servers_come_and_go_with_the_plugin_and_exited_ones_restart() {
     )
     .unwrap();
     write_mcp_json(&root, json!({"e": server_entry(json!({}))}));
+    set_trust(&root, true);
     let server = ScriptedServer::start(vec![
         Reply::calls(vec![
             call("1-ps", "mcp__ps__pid", json!({})),
@@ -216,6 +217,7 @@ async fn plugin_servers_come_and_go_with_the_plugin_and_exited_ones_restart() {
     assert!(pid_of(&server, "2-e").is_some_and(|p| p != e1));
 
     std::fs::remove_dir_all(&plugin).unwrap();
+    set_trust(&root, true); // the changed .agent/plugins needs trust again (issue 13 item 5)
     let (summary, _) = reload(&mut h, ReloadTarget::Plugins).await;
     assert_eq!(summary.removed, {
         let mut r = names(ExtensionKind::Plugin, &["p"]);

@@ -169,10 +169,12 @@ fn tools_list_never_compiles_and_a_corrupt_cache_entry_is_rebuilt() {
     std::fs::write(env.ws().join("a.txt"), "a b c\n").unwrap();
     env.install(&example_dir("text-stats"));
     let artifacts: Vec<_> = files_in(&env.components_dir());
+    assert_eq!(artifacts.len(), 1, "install precompiles (.cwasm): {artifacts:?}");
+    let records = files_in(&env.config().join("cst-agent/compile-cache"));
     assert_eq!(
-        artifacts.len(),
-        2,
-        "install precompiles (.cwasm + checksum): {artifacts:?}"
+        records.len(),
+        1,
+        "its checksum is recorded in the config dir: {records:?}"
     );
 
     // Start-up and `tools list` read the install record only.
@@ -208,4 +210,49 @@ fn tools_list_never_compiles_and_a_corrupt_cache_entry_is_rebuilt() {
     let (code, _, err) = env.run(&["tools", "call", "text_stats", "--args", args]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(std::fs::read(&cwasm).unwrap().len(), rebuilt.len());
+}
+
+/// Issue 13 item 5: the cache dir may be under a temp dir a sandboxed shell can write. Whoever
+/// swaps a cached artifact for another component's (forging any checksum file beside it, as a
+/// writer of that folder could) gets nothing run: the artifact's own hash is checked against the
+/// record in the config dir, so the swapped entry is rebuilt from the `.wasm`.
+#[test]
+fn a_swapped_cache_artifact_is_never_run() {
+    let env = Env::isolated();
+    std::fs::write(env.ws().join("a.txt"), "a b c\n").unwrap();
+    env.install(&example_dir("text-stats"));
+    env.install(&example_dir("json-query"));
+    let ts_sha = sha256_file(&example_dir("text-stats").join("text-stats.wasm"));
+    let cwasms: Vec<_> = files_in(&env.components_dir())
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .collect();
+    assert_eq!(cwasms.len(), 2, "{cwasms:?}");
+    let (victim, other): (Vec<_>, Vec<_>) = cwasms
+        .into_iter()
+        .partition(|p| p.file_name().unwrap().to_string_lossy().starts_with(&ts_sha));
+    let (victim, other) = (&victim[0], &other[0]);
+
+    // The swap: the other component's machine code under text-stats' name, and every checksum
+    // file in the cache forged to match it.
+    let swapped = std::fs::read(other).unwrap();
+    std::fs::write(victim, &swapped).unwrap();
+    let forged = sha256_bytes(&swapped);
+    let mut sidecar = victim.clone().into_os_string();
+    sidecar.push(".sha256");
+    std::fs::write(&sidecar, &forged).unwrap();
+
+    let (code, out, err) = env.run(&["tools", "call", "text_stats", "--args", r#"{"paths":["a.txt"]}"#]);
+    assert_eq!(code, 0, "the swapped artifact ran: {out}{err}");
+    assert!(out.contains("\"words\": 3"), "{out}");
+    assert_ne!(std::fs::read(victim).unwrap(), swapped, "the entry is rebuilt");
+}
+
+fn sha256_bytes(b: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(b))
+}
+
+fn sha256_file(p: &Path) -> String {
+    sha256_bytes(&std::fs::read(p).unwrap())
 }

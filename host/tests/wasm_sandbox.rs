@@ -19,6 +19,8 @@ static CACHE: Once = Once::new();
 fn init_cache() {
     CACHE.call_once(|| {
         let dir = tempfile::tempdir().expect("tempdir").keep();
+        // The compile cache's checksum records go to the config dir: keep them out of $HOME.
+        std::env::set_var("XDG_CONFIG_HOME", dir.join("config"));
         std::env::set_var("XDG_CACHE_HOME", dir);
     });
 }
@@ -242,4 +244,56 @@ fn dir_with(env: &Env, mut manifest: Value) -> PathBuf {
     manifest["name"] = json!("hostile-test");
     manifest["wasm"] = json!("hostile-test.wasm");
     env.plugin_dir("hostile-test", &wasm("hostile_test"), manifest)
+}
+
+/// Issue 13 item 8: a guest blocked in a host call (a WASI `sleep`) gets no epoch tick; it was
+/// reported after 8 s for a 3 s timeout. The call now returns at its deadline whatever the guest
+/// does (the 50 ms target, checked here with generous slack for a loaded CI machine).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_sleeping_past_its_deadline_returns_at_the_deadline() {
+    let l = load(json!({"capabilities": [], "timeout": 1})).await;
+    let started = std::time::Instant::now();
+    match l.call("hostile_sleep", json!({"n": 20_000})).await {
+        Err(CallError::TimedOut { message }) => assert_eq!(message, "timed out after 1 s"),
+        other => panic!("sleep: {other:?}"),
+    }
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(1900),
+        "returned {took:?} after the start, deadline 1 s"
+    );
+    l.echo_works("a sleep past the deadline").await;
+}
+
+static LOGGED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+struct CountingWriter;
+impl std::io::Write for CountingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOGGED.fetch_add(buf.len(), std::sync::atomic::Ordering::Relaxed);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Issue 13 item 8: a plugin logged 100,000 lines of 1 KB to the user's terminal. One call's
+/// `log` lines are capped; the rest are counted in one line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_flood_is_capped() {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(|| CountingWriter)
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .try_init();
+    let l = load(json!({"capabilities": [], "timeout": 60})).await;
+    let before = LOGGED.load(std::sync::atomic::Ordering::Relaxed);
+    let r = l.call("hostile_log_flood", json!({"n": 20_000})).await;
+    assert_eq!(r, Ok("logged 20000 lines".to_string()));
+    let written = LOGGED.load(std::sync::atomic::Ordering::Relaxed) - before;
+    // 200 lines of ~1.1 KB plus the summary (other tests of this binary may log a little too);
+    // uncapped this is over 20 MB.
+    assert!(written < 1_000_000, "{written} bytes of log for one call");
+    assert!(written > 100_000, "the first lines are kept: {written}");
+    l.echo_works("a log flood").await;
 }

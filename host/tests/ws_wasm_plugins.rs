@@ -168,6 +168,13 @@ fn e4_changed_component_is_compiled_and_listed_again() {
     assert_eq!(records(&env).len(), 1);
 
     touch_component(&file);
+    // Issue 13 item 5: a change of the trusted host config needs trust again first.
+    let (list, err) = tools_json(&env);
+    assert!(
+        tool(&list, "text_stats").is_none() && err.contains("needs trust again"),
+        "{err}"
+    );
+    trust(&env);
     let (list, err) = tools_json(&env);
     assert!(compiling(&err), "a changed .wasm is compiled again: {err}");
     assert!(tool(&list, "text_stats").is_some(), "{err}");
@@ -178,6 +185,7 @@ fn e4_changed_component_is_compiled_and_listed_again() {
 
     // Another component in the same place: re-listed, so its tools replace the old ones.
     std::fs::copy(wasm("json_query"), &file).unwrap();
+    trust(&env);
     let (list, err) = tools_json(&env);
     assert!(compiling(&err), "{err}");
     assert!(tool(&list, "text_stats").is_none(), "{list:?}");
@@ -300,10 +308,10 @@ fn hostile_workspace_plugins_are_refused_by_name_and_the_rest_loads() {
     assert!(out.starts_with("0 skills"), "the outside skill loaded: {out}");
     let (code, _, err) = env.run(&["tools", "call", "text_stats", "--args", r#"{"paths":["notes.txt"]}"#]);
     assert_eq!(code, 0, "{err}");
-    // Only text-stats was compiled: two cache files (artifact + checksum), one record.
+    // Only text-stats was compiled: one cache file (its checksum is in the config dir).
     assert_eq!(
         files_in(&env.components_dir()).len(),
-        2,
+        1,
         "{:?}",
         files_in(&env.components_dir())
     );
@@ -345,6 +353,7 @@ fn e7_workspace_component_wins_over_the_installed_one() {
     let mut m: Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
     m["name"] = json!("my-stats");
     std::fs::write(&manifest, m.to_string()).unwrap();
+    trust(&env); // the changed plugin.json needs trust again (issue 13 item 5)
     let (list, err) = tools_json(&env);
     let t = tool(&list, "text_stats").unwrap_or_else(|| panic!("{err}"));
     assert_eq!(t["owner"], "my-stats");
@@ -438,6 +447,7 @@ async fn t2_session_reload_loads_workspace_components() {
     assert!(after.contains("\"words\": 3"), "{after}");
 
     copy_example(&ws, "json-query", "json-query");
+    set_trust(&ws, true); // a new plugin needs trust again (issue 13 item 5)
     let (summary, warnings) = reload(&mut h, ReloadTarget::Plugins).await;
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(summary.added, vec![plugin("json-query")]);

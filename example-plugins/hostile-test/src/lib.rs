@@ -174,4 +174,33 @@ impl Tool for Echo {
     }
 }
 
-cst_plugin::export_plugin!(Read, Write, Env, Spin, Alloc, Recurse, Burn, Echo);
+/// Block in a WASI sleep (a host call, where no epoch tick interrupts the guest) for `n` ms.
+pub struct Sleep;
+impl Tool for Sleep {
+    const NAME: &'static str = "hostile_sleep";
+    const DESCRIPTION: &'static str = "TEST ONLY: sleep `n` milliseconds in one host call.";
+    const PERM: Perm = Perm::Read;
+    type Args = CountArgs;
+    fn call(a: CountArgs) -> Result<String, String> {
+        std::thread::sleep(std::time::Duration::from_millis(a.n));
+        Ok(format!("slept {} ms", a.n))
+    }
+}
+
+/// Log `n` lines of 1 KiB through the host's `log` import.
+pub struct LogFlood;
+impl Tool for LogFlood {
+    const NAME: &'static str = "hostile_log_flood";
+    const DESCRIPTION: &'static str = "TEST ONLY: log `n` lines of 1 KiB each.";
+    const PERM: Perm = Perm::Read;
+    type Args = CountArgs;
+    fn call(a: CountArgs) -> Result<String, String> {
+        let line = "x".repeat(1024);
+        for _ in 0..a.n {
+            cst_plugin::log(Level::Info, &line);
+        }
+        Ok(format!("logged {} lines", a.n))
+    }
+}
+
+cst_plugin::export_plugin!(Read, Write, Env, Spin, Alloc, Recurse, Burn, Echo, Sleep, LogFlood);

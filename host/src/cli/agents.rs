@@ -51,11 +51,11 @@ pub fn run(cli: &Cli, cmd: &AgentsCmd) -> i32 {
                 for r in loaded.roles.iter() {
                     println!(
                         "{:<20} {:<9} {}",
-                        r.name,
+                        super::terminal_safe(&r.name),
                         if r.readonly { "read-only" } else { "" },
                         r.file
                             .as_ref()
-                            .map(|f| f.display().to_string())
+                            .map(|f| super::terminal_safe(&f.display().to_string()))
                             .unwrap_or_else(|| "built-in".into())
                     );
                 }

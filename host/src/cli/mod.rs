@@ -60,9 +60,11 @@ pub enum Command {
 }
 
 /// Print load problems (broken files, clashes) to stderr, one a line: `warning: {file}: {message}`.
+/// Names, descriptions and paths in them can come from a workspace: control characters are
+/// escaped ([`terminal_safe`]).
 pub fn print_warnings(warnings: &[Diagnostic]) {
     for w in warnings {
-        eprintln!("warning: {}", redact(&w.to_string()));
+        eprintln!("warning: {}", terminal_safe(&redact(&w.to_string())));
     }
 }
 
@@ -70,6 +72,21 @@ pub fn print_warnings(warnings: &[Diagnostic]) {
 /// values expanded into MCP servers): for everything printed to stderr or stdout.
 pub fn redact(text: &str) -> String {
     cst_config::secrets::redact(text)
+}
+
+/// `text` with every control character escaped (`\u{1b}`), so text from a workspace (names,
+/// descriptions, file names) never reaches the terminal raw: no escape sequence can set the
+/// title, clear the screen or move the cursor (issue 13 item 8).
+pub fn terminal_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 impl Cli {

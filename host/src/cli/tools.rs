@@ -63,10 +63,10 @@ async fn run_cmd(cmd: &ToolsCmd, loaded: &discovery::Loaded, workspace: std::pat
                 for s in &specs {
                     println!(
                         "{:<32} {:<5} {:<8} {}",
-                        s.name,
+                        super::terminal_safe(&s.name),
                         s.perm.as_str(),
                         s.source.kind.as_str(),
-                        s.source.owner
+                        super::terminal_safe(&s.source.owner)
                     );
                 }
             }

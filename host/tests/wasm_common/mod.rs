@@ -45,6 +45,10 @@ pub struct Env {
 /// by content and engine, so sharing is safe. Tests that damage the cache use `isolated()`.
 static INSTALL_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 static SHARED_CACHE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+/// The checksum records of the shared cache's artifacts live in a config dir (never beside the
+/// cache); the envs sharing the cache share this records folder too (a symlink), or every
+/// env would recompile.
+static SHARED_RECORDS: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
 impl Env {
     pub fn new() -> Self {
@@ -63,6 +67,15 @@ impl Env {
         let tmp = tempfile::tempdir().expect("tempdir");
         for d in ["config", "cache", "ws", "src"] {
             std::fs::create_dir_all(tmp.path().join(d)).expect("mkdir");
+        }
+        #[cfg(unix)]
+        if cache.is_some() {
+            let records = SHARED_RECORDS
+                .get_or_init(|| tempfile::tempdir().expect("tempdir").keep())
+                .clone();
+            let cfg = tmp.path().join("config/cst-agent");
+            std::fs::create_dir_all(&cfg).expect("mkdir");
+            std::os::unix::fs::symlink(records, cfg.join("compile-cache")).expect("symlink");
         }
         let cache = cache.unwrap_or_else(|| tmp.path().join("cache"));
         Env { tmp, cache }

@@ -3,6 +3,7 @@
 
 pub mod config_dir;
 mod fs;
+pub mod host_files;
 mod mcp_source;
 mod profile;
 pub mod secrets;

@@ -121,10 +121,23 @@ impl Settings {
         Ok(())
     }
 
-    /// `trusted_workspaces` as strings (entries of another type are ignored).
+    /// The entries of `trusted_workspaces` as stored: `{"path", "sha256"}` objects, or plain path
+    /// strings from before trust was pinned to content (see `trust`).
+    pub fn trusted_entries(&self) -> Vec<Value> {
+        match self.values.get("trusted_workspaces") {
+            Some(Value::Array(a)) => a.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The paths of `trusted_workspaces` (both forms; entries of another type are ignored).
     pub fn trusted_workspaces(&self) -> Vec<String> {
         match self.values.get("trusted_workspaces") {
-            Some(Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(|v| v.as_str().or_else(|| v.get("path").and_then(Value::as_str)))
+                .map(str::to_string)
+                .collect(),
             _ => Vec::new(),
         }
     }

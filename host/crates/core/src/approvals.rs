@@ -18,6 +18,7 @@
 //! | net   | asks; then confined  | asks; then confined                               | runs   |
 
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use futures::future::BoxFuture;
@@ -25,7 +26,7 @@ use serde_json::Value;
 
 use crate::pending::Pending;
 use cst_protocol::ApprovalDecision;
-use cst_registry::{Confinement, Decision, Perm, PermissionGate, ToolSpec};
+use cst_registry::{Confinement, Decision, Perm, PermissionGate, SourceKind, ToolSpec};
 
 /// The approval mode of a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -141,6 +142,23 @@ pub struct ApprovalGate {
     always: Mutex<HashSet<String>>,
     pending: Pending<ApprovalDecision>,
     requests: Option<RequestSink>,
+    /// The workspace and the host's own folders (config dir, cache dir) whose files the model's
+    /// file tools never write without a person ([`host_file_write`]).
+    host_files: Option<(PathBuf, Vec<PathBuf>)>,
+}
+
+/// Issue 13 item 5: a built-in `write` tool (`write_file`, `edit_file`) whose `path` lands in the
+/// host's own files — the workspace's `.agent/` (plugins, `mcp.json`, roles, skills, settings),
+/// `.claude/skills`, `.claude/agents`, the config dir, the cache dir — would change what the host
+/// runs or reads at its next start. Such a call always asks, in every mode (`full` too: the mode
+/// is about this session, these files outlive it) and never on an earlier "always"; headless it
+/// is refused. Returns what the path is, for the reason.
+pub fn host_file_write(workspace: &Path, others: &[PathBuf], spec: &ToolSpec, args: &Value) -> Option<String> {
+    if spec.source.kind != SourceKind::Builtin || spec.perm != Perm::Write {
+        return None;
+    }
+    let path = args.get("path").and_then(Value::as_str)?;
+    cst_config::host_files::host_file(workspace, others, path).map(|h| h.what)
 }
 
 impl ApprovalGate {
@@ -153,7 +171,22 @@ impl ApprovalGate {
             always: Mutex::default(),
             pending: Pending::default(),
             requests,
+            host_files: None,
         }
+    }
+
+    /// Guard the host's files of `workspace` (and the config and cache dirs) against the model's
+    /// file tools: see [`host_file_write`].
+    pub fn with_host_files(mut self, workspace: &Path) -> Self {
+        let others = [
+            cst_config::config_dir::config_dir(),
+            cst_config::config_dir::cache_dir(),
+        ]
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect();
+        self.host_files = Some((workspace.to_path_buf(), others));
+        self
     }
 
     /// Same, with the sandbox availability given (tests, platforms).
@@ -178,19 +211,48 @@ impl ApprovalGate {
 
     /// `subagent`: the sub-agent making the call, named in the approval request.
     async fn decide(&self, spec: &ToolSpec, args: &Value, subagent: Option<u32>) -> Decision {
-        if let Verdict::Run { confinement } = verdict(self.mode, spec.perm, spec.confine_with, self.sandbox) {
-            return Decision::Allow { confinement };
+        let host_file = self
+            .host_files
+            .as_ref()
+            .and_then(|(ws, others)| host_file_write(ws, others, spec, args));
+        if host_file.is_none() {
+            if let Verdict::Run { confinement } = verdict(self.mode, spec.perm, spec.confine_with, self.sandbox) {
+                return Decision::Allow { confinement };
+            }
         }
         let confinement = confinement(self.mode, spec.confine_with);
-        if self
-            .always
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(&spec.name)
+        if host_file.is_none()
+            && self
+                .always
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&spec.name)
         {
             return Decision::Allow { confinement };
         }
-        let why = format!(
+        let why = match &host_file {
+            Some(what) => format!(
+                "`{}` would write {what}, which the host runs or reads at its next start, so it \
+                 always needs a person's approval, whatever the approval mode",
+                spec.name
+            ),
+            None => self.why(spec),
+        };
+        let Some(requests) = self.requests.as_ref().filter(|_| !self.headless) else {
+            let rerun = match host_file {
+                Some(_) => "the user can make this change by hand",
+                None => "the user can rerun with --approval full",
+            };
+            return Decision::Deny {
+                reason: format!("{why}, and this headless run cannot ask; the call was not run ({rerun})"),
+            };
+        };
+        self.ask(requests, spec, args, why, subagent, confinement, host_file.is_none())
+            .await
+    }
+
+    fn why(&self, spec: &ToolSpec) -> String {
+        format!(
             "`{}` is a {} tool and the approval mode is `{}`{}",
             spec.name,
             spec.perm,
@@ -200,15 +262,21 @@ impl ApprovalGate {
             } else {
                 ""
             }
-        );
-        let Some(requests) = self.requests.as_ref().filter(|_| !self.headless) else {
-            return Decision::Deny {
-                reason: format!(
-                    "{why}, so it needs a person's approval, and this headless run cannot ask; \
-                     the call was not run (the user can rerun with --approval full)"
-                ),
-            };
-        };
+        ) + ", so it needs a person's approval"
+    }
+
+    /// Show the request and wait for the answer; `remember` lets an "always" answer stick.
+    #[allow(clippy::too_many_arguments)]
+    async fn ask(
+        &self,
+        requests: &RequestSink,
+        spec: &ToolSpec,
+        args: &Value,
+        why: String,
+        subagent: Option<u32>,
+        confinement: Confinement,
+        remember: bool,
+    ) -> Decision {
         let (id, rx) = self.pending.open();
         let shown = requests(ApprovalRequest {
             request_id: id,
@@ -227,10 +295,12 @@ impl ApprovalGate {
         match rx.await {
             Ok(ApprovalDecision::Yes) => Decision::Allow { confinement },
             Ok(ApprovalDecision::Always) => {
-                self.always
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(spec.name.clone());
+                if remember {
+                    self.always
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(spec.name.clone());
+                }
                 Decision::Allow { confinement }
             }
             Ok(ApprovalDecision::No) => Decision::Deny {

@@ -131,7 +131,9 @@ pub fn spawn(config: SessionConfig) -> SessionHandle {
             })
         })
     };
-    let gate = Arc::new(ApprovalGate::new(config.approval, config.headless, Some(requests)));
+    let gate = Arc::new(
+        ApprovalGate::new(config.approval, config.headless, Some(requests)).with_host_files(&config.workspace),
+    );
     let questions = (!config.headless).then(|| Arc::new(QuestionBroker::new(bus.clone())));
 
     bus.emit(Event::SessionStarted {

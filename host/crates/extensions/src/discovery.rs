@@ -21,6 +21,7 @@ use std::sync::{Arc, RwLock};
 use crate::plugins::{self, LoadedPlugin, PluginManifest, PluginPlace};
 use crate::skills::{self, SharedSkills, Skill, SkillIndex};
 use cst_config::settings::SettingsError;
+use cst_config::trust::TrustState;
 use cst_protocol::{Diagnostic, DiagnosticKind};
 use cst_registry::{Registry, SourceKind};
 
@@ -120,10 +121,23 @@ fn config_dir(warnings: &mut Vec<Diagnostic>) -> Option<PathBuf> {
 }
 
 /// Whether the workspace is trusted (T2). A settings file that cannot be read is reported and
-/// the workspace counts as untrusted (fail closed).
+/// the workspace counts as untrusted (fail closed); so does a workspace whose host config
+/// changed since it was trusted (issue 13 item 5), with a warning saying to trust it again.
 fn read_trust(ws: &Path, warnings: &mut Vec<Diagnostic>) -> bool {
-    match cst_config::trust::is_trusted(ws) {
-        Ok(t) => t,
+    match cst_config::trust::state(ws) {
+        Ok(TrustState::Trusted) => true,
+        Ok(TrustState::Untrusted) => false,
+        Ok(TrustState::Changed { why }) => {
+            warnings.push(Diagnostic::in_file(
+                DiagnosticKind::Config,
+                ws.join(".agent"),
+                format!(
+                    "the workspace needs trust again: {why}; its plugins and MCP servers are not \
+                     loaded until you trust it again (`cst-agent plugins trust`, /plugins trust)"
+                ),
+            ));
+            false
+        }
         Err(e) => {
             warnings.push(settings_diagnostic(&e, "workspace treated as untrusted"));
             false

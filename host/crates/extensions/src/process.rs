@@ -240,8 +240,12 @@ mod unix {
             };
             // The confined arguments start the command in the workspace; a tool that runs in
             // its own folder (an untrusted workspace's config-dir plugin) says so (last wins).
-            if spec.sandbox.is_some() {
-                args.extend(["--chdir".into(), spec.cwd.to_string_lossy().into_owned()]);
+            if let Some(policy) = &spec.sandbox {
+                let real = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+                let cwd = real(&spec.cwd);
+                if cwd != real(&policy.workspace) {
+                    args.extend(["--chdir".into(), cwd.to_string_lossy().into_owned()]);
+                }
             }
             args.push("--".into());
             args.extend(spec.argv.iter().cloned());

@@ -1,7 +1,12 @@
-//! The compile cache: `<cache dir>/components/<sha256 of the wasm>-<engine hash>.cwasm` plus a
-//! sidecar `.sha256` of the artifact. Deserializing is `unsafe` (the artifact is trusted
-//! machine code), so an entry is used only when its checksum matches what we wrote; a missing,
-//! corrupt or stale entry is rebuilt, never trusted. Writes are atomic (temp file + rename).
+//! The compile cache: `<cache dir>/components/<sha256 of the wasm>-<engine hash>.cwasm`.
+//! Deserializing is `unsafe` (the artifact is trusted machine code), so an entry is used only
+//! when its own sha256 matches the record written with it, and that record lives in the
+//! **config dir** (`<config>/compile-cache/<same name>.sha256`), never beside the artifact: the
+//! cache dir may be under a temp dir that a sandboxed shell can write, and whoever can swap an
+//! artifact there could forge a sidecar too (issue 13 item 5). The config dir is never a
+//! sandbox-writable root. The verified bytes are the ones deserialized (read once, no second
+//! open). A missing, corrupt, swapped or stale entry is rebuilt, never trusted. Writes are atomic
+//! (temp file + rename).
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -48,10 +53,14 @@ pub fn artifact_path(engine: &Engine, sha: &str) -> Result<PathBuf, String> {
     Ok(components_dir()?.join(format!("{sha}-{}.cwasm", engine_key(engine))))
 }
 
-fn sidecar(artifact: &Path) -> PathBuf {
-    let mut s = artifact.as_os_str().to_owned();
-    s.push(".sha256");
-    PathBuf::from(s)
+/// Where the sha256 of `artifact` is recorded: `<config dir>/compile-cache/<name>.sha256`.
+pub fn record_path(artifact: &Path) -> Result<PathBuf, String> {
+    let name = artifact.file_name().ok_or("artifact path has no file name")?;
+    let mut n = name.to_owned();
+    n.push(".sha256");
+    cst_config::config_dir::config_dir()
+        .map(|d| d.join("compile-cache").join(n))
+        .map_err(|e| format!("config dir: {e}"))
 }
 
 /// When to print the `compiling …` line on stderr.
@@ -90,16 +99,19 @@ pub fn load_or_compile(file: &Path, wasm: &[u8], sha: &str, progress: Progress) 
 }
 
 fn load_cached(engine: &Engine, artifact: &Path) -> Option<Component> {
-    let expected = std::fs::read_to_string(sidecar(artifact)).ok()?;
+    let expected = std::fs::read_to_string(record_path(artifact).ok()?).ok()?;
     let bytes = std::fs::read(artifact).ok()?;
     if sha256_hex(&bytes) != expected.trim() {
-        tracing::warn!("compile cache entry {} is corrupt; rebuilding it", artifact.display());
+        tracing::warn!(
+            "compile cache entry {} does not match its record in the config dir; rebuilding it",
+            artifact.display()
+        );
         return None;
     }
-    drop(bytes);
-    // SAFETY: the artifact was written by `store` below for this engine configuration (the file
-    // name carries the engine key) and its checksum matches what we wrote.
-    match unsafe { Component::deserialize_file(engine, artifact) } {
+    // SAFETY: these bytes hash to what `store` recorded, in the config dir, for the artifact it
+    // wrote for this engine configuration (the file name carries the engine key). They are the
+    // bytes checked, not a second read of the file.
+    match unsafe { Component::deserialize(engine, &bytes) } {
         Ok(c) => Some(c),
         Err(e) => {
             tracing::warn!(
@@ -139,13 +151,16 @@ pub fn compile(engine: &Engine, file: &Path, wasm: &[u8], progress: Progress) ->
     Ok(component)
 }
 
-/// Write the artifact and its checksum atomically.
+/// Write the artifact and its checksum record (in the config dir) atomically.
 pub fn store(component: &Component, artifact: &Path) -> Result<(), String> {
     let bytes = component.serialize().map_err(|e| format!("serialize: {e}"))?;
-    let dir = artifact.parent().ok_or("artifact path has no parent")?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let record = record_path(artifact)?;
+    for dir in [artifact.parent(), record.parent()] {
+        let dir = dir.ok_or("path has no parent")?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
     write_atomic(artifact, &bytes)?;
-    write_atomic(&sidecar(artifact), sha256_hex(&bytes).as_bytes())
+    write_atomic(&record, sha256_hex(&bytes).as_bytes())
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {

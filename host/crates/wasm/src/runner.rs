@@ -85,7 +85,16 @@ pub(crate) struct State {
     limiter: MemoryCap,
     plugin: Arc<str>,
     timed_out: bool,
+    /// `log` lines of this call so far, and how many were dropped past [`MAX_LOG_LINES`].
+    log_lines: usize,
+    log_dropped: usize,
 }
+
+/// Most `log` lines one call may emit; the rest are counted and reported in one line (a plugin
+/// once logged 100,000 lines of 1 KB to the user's terminal).
+pub const MAX_LOG_LINES: usize = 200;
+/// Longest `log` message kept, in bytes; the rest of a line is cut.
+pub const MAX_LOG_LINE_BYTES: usize = 2048;
 
 impl WasiView for State {
     fn ctx(&mut self) -> WasiCtxView<'_> {
@@ -97,7 +106,20 @@ impl WasiView for State {
 }
 
 impl bindings::cst::plugin::host::Host for State {
-    fn log(&mut self, level: Level, message: String) {
+    fn log(&mut self, level: Level, mut message: String) {
+        if self.log_lines >= MAX_LOG_LINES {
+            self.log_dropped += 1;
+            return;
+        }
+        self.log_lines += 1;
+        if message.len() > MAX_LOG_LINE_BYTES {
+            let mut cut = MAX_LOG_LINE_BYTES;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+            message.push('…');
+        }
         let plugin = &*self.plugin;
         match level {
             Level::Trace => tracing::trace!(target: "cst_agent::plugin", plugin, "{message}"),
@@ -109,19 +131,25 @@ impl bindings::cst::plugin::host::Host for State {
     }
 }
 
-/// The memory cap. It records a refused growth because wasmtime reports it as a plain error,
-/// not a `Trap`, and we want the plain reason `memory limit of N MiB exceeded`.
+/// The memory cap, on the **sum** of every linear memory of the store (a component can have
+/// several; each under the cap must not add up to more). It records a refused growth because
+/// wasmtime reports it as a plain error, not a `Trap`, and we want the plain reason
+/// `memory limit of N MiB exceeded`.
 struct MemoryCap {
     bytes: usize,
+    /// Bytes of all memories so far (each growth adds `desired - current`).
+    used: usize,
     exceeded: bool,
 }
 
 impl ResourceLimiter for MemoryCap {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        if desired > self.bytes {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let total = self.used.saturating_add(desired.saturating_sub(current));
+        if total > self.bytes {
             self.exceeded = true;
             return Err(wasmtime::Error::msg("memory limit exceeded"));
         }
+        self.used = total;
         Ok(true)
     }
 
@@ -305,10 +333,13 @@ impl WasmPlugin {
             table: ResourceTable::new(),
             limiter: MemoryCap {
                 bytes: usize::try_from(self.limits.memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
+                used: 0,
                 exceeded: false,
             },
             plugin: self.name.clone(),
             timed_out: false,
+            log_lines: 0,
+            log_dropped: 0,
         };
         let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -328,6 +359,20 @@ impl WasmPlugin {
             }
         });
         Ok((store, out, err))
+    }
+
+    /// The one line that reports the `log` lines a call had dropped; returns how many.
+    fn log_dropped(&self, store: &Store<State>) -> usize {
+        let dropped = store.data().log_dropped;
+        if dropped > 0 {
+            let plugin = &*self.name;
+            tracing::warn!(
+                target: "cst_agent::plugin",
+                plugin,
+                "{dropped} more log lines of this call dropped (at most {MAX_LOG_LINES} per call)"
+            );
+        }
+        dropped
     }
 
     fn log_output(&self, out: &Captured, err: &Captured) {
@@ -367,12 +412,13 @@ impl WasmPlugin {
         };
         let pre = self.pre_or_load(progress)?;
         let (mut store, out, err) = self.new_store(workspace, timeout)?;
-        let result = async {
+        let result = within_deadline(timeout, async {
             let inst = pre.instantiate_async(&mut store).await?;
             inst.cst_plugin_tool().call_list_tools(&mut store).await
-        }
+        })
         .await;
         self.log_output(&out, &err);
+        self.log_dropped(&store);
         let list = result.map_err(|e| match self.classify(&store, &e, timeout) {
             Failure::Failed { message, .. } | Failure::TimedOut { message } => format!("list-tools: {message}"),
         })?;
@@ -402,17 +448,32 @@ impl WasmPlugin {
     ) -> Result<String, Failure> {
         let pre = self.pre_or_load(cache::Progress::Quiet).map_err(failed)?;
         let (mut store, out, err) = self.new_store(workspace, timeout).map_err(failed)?;
-        let result = async {
+        let result = within_deadline(timeout, async {
             let inst = pre.instantiate_async(&mut store).await?;
             inst.cst_plugin_tool().call_call_tool(&mut store, name, arguments).await
-        }
+        })
         .await;
         self.log_output(&out, &err);
+        self.log_dropped(&store);
         match result {
             Ok(Ok(text)) => Ok(text),
             Ok(Err(message)) => Err(failed(message)),
             Err(e) => Err(self.classify(&store, &e, timeout)),
         }
+    }
+}
+
+/// Run a call's future until `timeout` has passed, whatever the guest is doing. The epoch ticker
+/// stops a guest that computes; a guest blocked in a host call (a WASI `sleep`, a poll) gets no
+/// tick, so the future itself is dropped at the deadline (plus a few ms of slack, so the epoch
+/// path reports first when it can). Dropping it abandons the store, which is never reused.
+async fn within_deadline<T>(
+    timeout: Duration,
+    fut: impl std::future::Future<Output = wasmtime::Result<T>>,
+) -> wasmtime::Result<T> {
+    match tokio::time::timeout(timeout + Duration::from_millis(20), fut).await {
+        Ok(r) => r,
+        Err(_) => Err(wasmtime::Error::new(Trap::Interrupt)),
     }
 }
 
