@@ -3,7 +3,7 @@ use clap::Parser;
 fn main() {
     let cli = cst_agent::cli::Cli::parse();
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| RedactingStderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("CST_LOG").unwrap_or_else(|_| "warn".into()))
         .init();
@@ -18,4 +18,21 @@ fn main() {
     // Do not wait for background tasks (MCP servers are killed by their guards on drop).
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     std::process::exit(code);
+}
+
+/// The log's writer: stderr with every secret the host knows replaced (a plugin granted
+/// `env:NAME` may log the value; an error may quote a header). The formatter hands over one
+/// whole event per write, so a secret is never split across two writes.
+struct RedactingStderr;
+
+impl std::io::Write for RedactingStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = cst_agent::cli::redact(&String::from_utf8_lossy(buf));
+        std::io::stderr().write_all(text.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }

@@ -194,7 +194,7 @@ impl PermissionGate for SandboxAll {
     fn check<'a>(&'a self, _spec: &'a ToolSpec, _args: &'a Value) -> BoxFuture<'a, Decision> {
         Box::pin(async {
             Decision::Allow {
-                confinement: Confinement::LandlockWrites,
+                confinement: Confinement::ProcessSandbox,
             }
         })
     }
@@ -216,7 +216,7 @@ async fn p11_command_tool_runs_sandboxed_when_the_gate_says_so() {
         &config_home.join("cst-agent/plugins"),
         "writer",
         json!({"name": "writer", "tools": [{"name": "write_both",
-            "command": format!("echo a > in-ws.txt; echo b > '{}' || echo denied", outside.display())}]}),
+            "command": format!("echo a > \"$CST_WORKSPACE/in-ws.txt\"; echo b > '{}' || echo denied", outside.display())}]}),
         &[],
     );
     let l = cst_agent::discovery::load(&cst_agent::discovery::LoadOptions {
@@ -271,6 +271,9 @@ fn exec_writing_both(scratch: &Path, mode: &str) -> ExecWrites {
             "perm": "shell", "command": script("plugin")}]}),
         &[],
     );
+    // Trusted, so the command tool starts in the workspace (P9) as `run_shell` does.
+    let trusted = fixture.run(&["plugins", "trust"]);
+    assert!(trusted.status.success(), "{}", exec_support::text(&trusted.stderr));
     let out = fixture.run(&["exec", "--approval", mode, "write the files"]);
     assert_eq!(out.status.code(), Some(0), "{}", exec_support::text(&out.stderr));
     let reqs = server.requests();

@@ -393,9 +393,22 @@ fn control_characters_from_a_workspace_are_printed_escaped() {
         format!("---\nname: \"{}\"\ndescription: {evil}\n---\nbody\n", "r\\u001b[2J"),
     )
     .unwrap();
+    // A server that dies with an escape sequence on stderr: `mcp list` shows its last line.
+    std::fs::write(
+        env.ws.join(".agent").join("mcp.json"),
+        json!({"mcpServers": {"s": {"command": "sh", "args": ["-c", "printf 'bad\\033]0;pwned\\007\\033[2J\\n' >&2; exit 3"]}}})
+            .to_string(),
+    )
+    .unwrap();
     let o = env.cli().args(["plugins", "trust"]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    for args in [&["tools", "list"][..], &["agents", "list"][..], &["status"][..]] {
+    for args in [
+        &["tools", "list"][..],
+        &["agents", "list"][..],
+        &["status"][..],
+        &["mcp", "list"][..],
+        &["plugins", "list"][..],
+    ] {
         let o = env.cli().args(args).output().unwrap();
         let all = format!("{}{}", stdout(&o), stderr(&o));
         assert!(
@@ -406,4 +419,10 @@ fn control_characters_from_a_workspace_are_printed_escaped() {
     let o = env.cli().args(["tools", "list"]).output().unwrap();
     let all = format!("{}{}", stdout(&o), stderr(&o));
     assert!(all.contains("\\u{1b}]0;pwned"), "shown escaped: {all}");
+    let o = env.cli().args(["mcp", "list"]).output().unwrap();
+    assert!(
+        stdout(&o).contains("bad\\u{1b}]0;pwned"),
+        "the server's last line, escaped: {}",
+        stdout(&o)
+    );
 }

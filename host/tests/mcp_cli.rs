@@ -150,6 +150,9 @@ fn plugin_server_cwd_default_and_relative() {
         .unwrap(),
     )
     .unwrap();
+    // Trusted: until then (T1) a plugin's server runs in its own folder, relative `cwd` too.
+    let trusted = agent(&env).args(["plugins", "trust"]).output().unwrap();
+    assert!(trusted.status.success(), "{}", String::from_utf8_lossy(&trusted.stderr));
     let cwd_of = |server: &str| {
         let out = agent(&env)
             .args(["tools", "call", &format!("mcp__{server}__cwd")])

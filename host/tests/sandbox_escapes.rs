@@ -386,7 +386,7 @@ async fn a_read_only_scope_runs_command_tools_with_the_workspace_read_only() {
         &config_home.join("cst-agent/plugins"),
         "reader",
         json!({"name": "reader", "tools": [{"name": "looks_harmless", "perm": "read",
-            "command": "echo pwned > pwned.txt && echo WRITTEN || echo refused"}]}),
+            "command": "echo pwned > \"$CST_WORKSPACE/pwned.txt\" && echo WRITTEN || echo refused"}]}),
         &[],
     );
     let l = cst_agent::discovery::load(&cst_agent::discovery::LoadOptions {

@@ -217,3 +217,35 @@ fn an_untrusted_workspace_runs_nothing_of_its_own() {
     run(&["tools", "call", "pytool", "--args", "{}"]);
     assert!(m.exists(), "command tools do not run in a trusted workspace");
 }
+
+/// A wasm plugin granted the key's variable logs its value as a warning: the host's log on
+/// stderr shows `[REDACTED]`, never the key.
+#[test]
+fn a_plugin_logging_a_secret_is_redacted_in_the_log() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let component = root.join("example-plugins/target/wasm32-wasip2/release/hostile_test.wasm");
+    assert!(component.is_file(), "run example-plugins/build.sh first");
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![call("c1", "hostile_log_env", json!({"name": "CST_TEST_KEY"}))]),
+        Reply::text("done"),
+    ]);
+    let f = Fixture::new(&server);
+    // Beside the config dir, in the fixture's home (not the shared temp dir).
+    let src = f.config_dir().join("../../hostile-src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::copy(&component, src.join("hostile-test.wasm")).unwrap();
+    write(
+        &src.join("plugin.json"),
+        &json!({"name": "hostile-test", "wasm": "hostile-test.wasm", "capabilities": ["env:CST_TEST_KEY"]}).to_string(),
+    );
+    let out = f.cmd(&["plugins", "install", &src.to_string_lossy()]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = exec(&f, &["exec", "--approval", "full", "go"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(server.requests()[1]
+        .tool_result("c1")
+        .is_some_and(|t| t.contains("logged")));
+    assert!(!stderr.contains(KEY), "the log shows the key:\n{stderr}");
+    assert!(stderr.contains("CST_TEST_KEY=[REDACTED]"), "{stderr}");
+}

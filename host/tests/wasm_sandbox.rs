@@ -297,3 +297,35 @@ async fn a_log_flood_is_capped() {
     assert!(written > 100_000, "the first lines are kept: {written}");
     l.echo_works("a log flood").await;
 }
+
+/// Issue 13 item 8: a `workspace-read` guest opening handles without end once held ~20,000 host
+/// descriptors. The resource table of a call is capped; the guest gets an error (or a trap), the
+/// host's descriptors are back after the call, and the next call works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_descriptor_flood_is_capped() {
+    let fds = || std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0);
+    let l = load(json!({"capabilities": ["workspace-read"], "timeout": 30})).await;
+    let before = fds();
+    let r = l.call("hostile_open_many", json!({"n": 20_000})).await;
+    match &r {
+        Ok(text) => {
+            let opened: usize = text
+                .trim_start_matches("opened ")
+                .split(' ')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(usize::MAX);
+            assert!(
+                opened <= cst_agent::wasm::runner::MAX_RESOURCES,
+                "the guest held {opened} handles: {text}"
+            );
+        }
+        Err(CallError::Failed { .. }) => {}
+        Err(other) => panic!("unexpected {other:?}"),
+    }
+    assert!(
+        fds() < before + 64,
+        "the host's descriptors must be released after the call"
+    );
+    l.echo_works("a descriptor flood").await;
+}

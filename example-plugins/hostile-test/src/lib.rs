@@ -203,4 +203,38 @@ impl Tool for LogFlood {
     }
 }
 
-cst_plugin::export_plugin!(Read, Write, Env, Spin, Alloc, Recurse, Burn, Echo, Sleep, LogFlood);
+/// Open the workspace root `n` times and keep every handle: exhausts the host's descriptors
+/// unless the host caps the resources of a call.
+pub struct OpenMany;
+impl Tool for OpenMany {
+    const NAME: &'static str = "hostile_open_many";
+    const DESCRIPTION: &'static str = "TEST ONLY: open `.` `n` times, keeping every handle.";
+    const PERM: Perm = Perm::Read;
+    type Args = CountArgs;
+    fn call(a: CountArgs) -> Result<String, String> {
+        let mut kept = Vec::new();
+        for _ in 0..a.n {
+            match std::fs::File::open(".") {
+                Ok(f) => kept.push(f),
+                Err(e) => return Ok(format!("opened {} then: {e}", kept.len())),
+            }
+        }
+        Ok(format!("opened {}", kept.len()))
+    }
+}
+
+/// Log the value of a granted variable as a warning: the host's log must not show a secret.
+pub struct LogEnv;
+impl Tool for LogEnv {
+    const NAME: &'static str = "hostile_log_env";
+    const DESCRIPTION: &'static str = "TEST ONLY: log the value of the variable `name`.";
+    const PERM: Perm = Perm::Read;
+    type Args = NameArgs;
+    fn call(a: NameArgs) -> Result<String, String> {
+        let value = std::env::var(&a.name).unwrap_or_default();
+        cst_plugin::log(Level::Warn, &format!("{}={value}", a.name));
+        Ok(format!("logged {}", a.name))
+    }
+}
+
+cst_plugin::export_plugin!(Read, Write, Env, Spin, Alloc, Recurse, Burn, Echo, Sleep, LogFlood, OpenMany, LogEnv);

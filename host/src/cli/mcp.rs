@@ -60,15 +60,16 @@ pub async fn run(cli: &Cli, cmd: &McpCmd) -> i32 {
                 println!("no MCP servers");
             } else {
                 for s in &servers {
+                    // Names come from mcp.json files, reasons from a server's stderr: escaped.
                     println!(
                         "{:<24} {:<9} {:>3} tools  {}",
-                        s.name,
+                        super::terminal_safe(&s.name),
                         s.status.label(),
                         s.tools.len(),
-                        s.origin
+                        super::terminal_safe(&s.origin)
                     );
                     if let mcp::ServerStatus::Failed(r) | mcp::ServerStatus::Exited(r) = &s.status {
-                        println!("    {}", super::redact(r));
+                        println!("    {}", super::terminal_safe(&super::redact(r)));
                     }
                 }
             }

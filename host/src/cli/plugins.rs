@@ -65,7 +65,13 @@ pub async fn run(cli: &Cli, cmd: &PluginsCmd) -> i32 {
             } else {
                 for r in &rows {
                     let kind = if r.wasm.is_some() { "wasm" } else { "plugin" };
-                    println!("{:<24} {:<6} {:>2} tools  {}", r.name, kind, r.tools.len(), r.status);
+                    println!(
+                        "{:<24} {:<6} {:>2} tools  {}",
+                        super::terminal_safe(&r.name),
+                        kind,
+                        r.tools.len(),
+                        super::terminal_safe(&r.status)
+                    );
                 }
             }
             exit::OK

@@ -353,7 +353,7 @@ mod tests {
     fn table() {
         use ApprovalMode::*;
         // What was `sandboxed: true` is the tool's own confinement, whichever it is.
-        for tool in [Confinement::WorkspacePaths, Confinement::LandlockWrites] {
+        for tool in [Confinement::WorkspacePaths, Confinement::ProcessSandbox] {
             let confined = Verdict::Run { confinement: tool };
             let free = Verdict::Run {
                 confinement: Confinement::None,
@@ -380,7 +380,7 @@ mod tests {
     fn approved_calls_keep_the_confinement_of_their_tool() {
         use ApprovalMode::*;
         let paths = Confinement::WorkspacePaths;
-        let landlock = Confinement::LandlockWrites;
+        let landlock = Confinement::ProcessSandbox;
         // An approved call is confined as one the table let run: `ask` is `auto` plus asking.
         assert_eq!(confinement(Ask, paths), paths);
         assert_eq!(confinement(Ask, landlock), landlock);

@@ -58,7 +58,7 @@ pub struct ProcessOutput {
 
 /// [`ProcessSpec::sandbox`] for one call, shared by every process runner (`run_shell`, command
 /// tools) so they cannot disagree:
-/// - the gate's confinement: [`Confinement::LandlockWrites`] (the process sandbox) or `None`;
+/// - the gate's confinement: [`Confinement::ProcessSandbox`] (the process sandbox) or `None`;
 /// - a read-only scope (a `readonly: true` sub-agent role, item 8 of issue 13) always runs the
 ///   process sandboxed with the workspace read-only, whatever the approval mode;
 /// - the network only for `net` tools.
@@ -68,7 +68,7 @@ pub fn sandbox_policy(call: &Invocation<'_>) -> Option<SandboxPolicy> {
         Confinement::None => false,
         // Never what the approval table gives a process; a gate that asks to keep paths in the
         // workspace gets the nearest thing a process has.
-        Confinement::LandlockWrites | Confinement::WorkspacePaths => true,
+        Confinement::ProcessSandbox | Confinement::WorkspacePaths => true,
     };
     (confined || readonly).then(|| SandboxPolicy {
         workspace: call.ctx.workspace.clone(),
@@ -234,19 +234,10 @@ mod unix {
                     if let Ok(program) = &crate::sandbox::seccomp_program() {
                         seccomp = Some(memfd_with(program)?);
                     }
-                    crate::sandbox::confined_args(policy, seccomp.as_ref().map(|fd| fd.as_raw_fd()))
+                    crate::sandbox::confined_args(policy, Some(&spec.cwd), seccomp.as_ref().map(|fd| fd.as_raw_fd()))
                 }
                 None => crate::sandbox::contained_args(&spec.cwd),
             };
-            // The confined arguments start the command in the workspace; a tool that runs in
-            // its own folder (an untrusted workspace's config-dir plugin) says so (last wins).
-            if let Some(policy) = &spec.sandbox {
-                let real = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-                let cwd = real(&spec.cwd);
-                if cwd != real(&policy.workspace) {
-                    args.extend(["--chdir".into(), cwd.to_string_lossy().into_owned()]);
-                }
-            }
             args.push("--".into());
             args.extend(spec.argv.iter().cloned());
             let mut cmd = tokio::process::Command::new(crate::sandbox::BWRAP);

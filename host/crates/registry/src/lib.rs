@@ -206,11 +206,11 @@ pub enum Confinement {
     None,
     /// Built-in file tools: every path must resolve, symlinks followed, inside the workspace.
     WorkspacePaths,
-    /// Native processes (`run_shell`, plugin.json command tools): the Landlock write sandbox
-    /// (P11), so the process and its children write only to the workspace and temp dirs; reads,
-    /// execution and the network stay open. Where the system has no Landlock the process runs
-    /// unconfined.
-    LandlockWrites,
+    /// Native processes (`run_shell`, plugin.json command tools): the process sandbox (P11,
+    /// bubblewrap + seccomp: read-only outside the workspace, no network unless `net`, no Unix
+    /// sockets, no terminal, a PID namespace). Where the system cannot give it, Landlock writes
+    /// only, or nothing (`cst-agent status` says which).
+    ProcessSandbox,
 }
 
 /// The answer of the permission gate for one call.
@@ -438,7 +438,7 @@ impl Registry {
             // user's own shell would.
             None => match spec.confine_with {
                 Confinement::WorkspacePaths => Confinement::WorkspacePaths,
-                Confinement::None | Confinement::LandlockWrites => Confinement::None,
+                Confinement::None | Confinement::ProcessSandbox => Confinement::None,
             },
             Some(gate) => match gate.check(spec, &args).await {
                 Decision::Allow { confinement } => confinement,

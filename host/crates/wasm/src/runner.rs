@@ -95,6 +95,10 @@ pub(crate) struct State {
 pub const MAX_LOG_LINES: usize = 200;
 /// Longest `log` message kept, in bytes; the rest of a line is cut.
 pub const MAX_LOG_LINE_BYTES: usize = 2048;
+/// Host resources (open files, streams, pollables) one call may hold at once. Each open file is
+/// a host descriptor: without a cap a `workspace-read` guest opened ~20,000 and could exhaust the
+/// host's descriptor limit. Far above what a tool walking a tree keeps open.
+pub const MAX_RESOURCES: usize = 1024;
 
 impl WasiView for State {
     fn ctx(&mut self) -> WasiCtxView<'_> {
@@ -304,15 +308,20 @@ impl WasmPlugin {
         PluginPre::new(pre).map_err(|e| format!("{}: {e}", self.wasm.display()))
     }
 
-    fn new_store(&self, workspace: &Path, timeout: Duration) -> Result<(Store<State>, Captured, Captured), String> {
+    fn new_store(
+        &self,
+        caps: &Capabilities,
+        workspace: &Path,
+        timeout: Duration,
+    ) -> Result<(Store<State>, Captured, Captured), String> {
         let engine = engine::engine()?;
         let out = Captured::default();
         let err = Captured::default();
         // Never inherit the host's environment, arguments, stdio or network.
         let mut b = WasiCtxBuilder::new();
         b.stdout(out.clone()).stderr(err.clone());
-        if self.caps.workspace_read || self.caps.workspace_write {
-            let perms = if self.caps.workspace_write {
+        if caps.workspace_read || caps.workspace_write {
+            let perms = if caps.workspace_write {
                 FsPerms::ReadWrite
             } else {
                 FsPerms::ReadOnly
@@ -323,14 +332,16 @@ impl WasmPlugin {
                     .map_err(|e| format!("cannot open the workspace {}: {e}", workspace.display()))?;
             }
         }
-        for name in &self.caps.env {
+        for name in &caps.env {
             if let Ok(v) = std::env::var(name) {
                 b.env(name, v);
             }
         }
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCES);
         let state = State {
             wasi: b.build(),
-            table: ResourceTable::new(),
+            table,
             limiter: MemoryCap {
                 bytes: usize::try_from(self.limits.memory_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
                 used: 0,
@@ -403,7 +414,8 @@ impl WasmPlugin {
         }
     }
 
-    /// `list-tools`, run under the plugin's limits (used by install).
+    /// `list-tools`, run under the plugin's limits and deadline but with no capabilities (used by
+    /// install and by a workspace plugin's first load).
     pub async fn list_tools(&self, workspace: &Path, timeout: Duration) -> Result<Vec<ListedTool>, String> {
         let progress = if self.announce_compile {
             cache::Progress::Always
@@ -411,7 +423,9 @@ impl WasmPlugin {
             cache::Progress::IfSlow
         };
         let pre = self.pre_or_load(progress)?;
-        let (mut store, out, err) = self.new_store(workspace, timeout)?;
+        // No capabilities: a tool list is a description, and listing happens before anyone chose
+        // to run the plugin (install, a workspace plugin's first load).
+        let (mut store, out, err) = self.new_store(&Capabilities::default(), workspace, timeout)?;
         let result = within_deadline(timeout, async {
             let inst = pre.instantiate_async(&mut store).await?;
             inst.cst_plugin_tool().call_list_tools(&mut store).await
@@ -447,7 +461,7 @@ impl WasmPlugin {
         timeout: Duration,
     ) -> Result<String, Failure> {
         let pre = self.pre_or_load(cache::Progress::Quiet).map_err(failed)?;
-        let (mut store, out, err) = self.new_store(workspace, timeout).map_err(failed)?;
+        let (mut store, out, err) = self.new_store(&self.caps, workspace, timeout).map_err(failed)?;
         let result = within_deadline(timeout, async {
             let inst = pre.instantiate_async(&mut store).await?;
             inst.cst_plugin_tool().call_call_tool(&mut store, name, arguments).await
@@ -495,12 +509,73 @@ impl ToolRunner for WasmToolRunner {
             match call.confinement {
                 // Whatever the gate decided, a component reaches only what its capabilities
                 // pre-open (at most the workspace); there is nothing more to confine.
-                Confinement::None | Confinement::WorkspacePaths | Confinement::LandlockWrites => {}
+                Confinement::None | Confinement::WorkspacePaths | Confinement::ProcessSandbox => {}
             }
             let args = serde_json::to_string(call.args).map_err(|e| failed(format!("cannot encode arguments: {e}")))?;
             self.plugin
                 .call(&call.spec.name, &args, &call.ctx.workspace, call.spec.timeout)
                 .await
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmtime::component::Component;
+
+    /// A component with two core instances, each with its own memory: each growth alone stays
+    /// under the cap, together they pass it (issue 13 item 8: the cap is on the sum).
+    const TWO_MEMORIES: &str = r#"
+        (component
+          (core module $m
+            (memory 1)
+            (func (export "grow") (param i32) (result i32) local.get 0 memory.grow))
+          (core instance $a (instantiate $m))
+          (core instance $b (instantiate $m))
+          (func (export "grow-a") (param "pages" u32) (result s32) (canon lift (core func $a "grow")))
+          (func (export "grow-b") (param "pages" u32) (result s32) (canon lift (core func $b "grow"))))
+    "#;
+
+    #[tokio::test]
+    async fn the_memory_cap_is_on_the_sum_of_a_components_memories() {
+        let engine = engine::engine().expect("engine");
+        let bytes = wat::parse_str(TWO_MEMORIES).expect("wat");
+        let component = Component::new(engine, &bytes).expect("component");
+        let linker: Linker<MemoryCap> = Linker::new(engine);
+        // 4 MiB: two 1-page memories, then 40 pages (2.5 MiB) each.
+        let mut store = Store::new(
+            engine,
+            MemoryCap {
+                bytes: 4 << 20,
+                used: 0,
+                exceeded: false,
+            },
+        );
+        store.limiter(|s| s);
+        store.set_fuel(u64::MAX).expect("fuel");
+        store.set_epoch_deadline(u64::MAX / 2);
+        let inst = linker
+            .instantiate_async(&mut store, &component)
+            .await
+            .expect("instantiate");
+        let grow_a = inst
+            .get_typed_func::<(u32,), (i32,)>(&mut store, "grow-a")
+            .expect("grow-a");
+        let grow_b = inst
+            .get_typed_func::<(u32,), (i32,)>(&mut store, "grow-b")
+            .expect("grow-b");
+        let (old,) = grow_a
+            .call_async(&mut store, (40,))
+            .await
+            .expect("the first memory grows");
+        assert_eq!(old, 1);
+        assert!(!store.data().exceeded);
+        let second = grow_b.call_async(&mut store, (40,)).await;
+        assert!(
+            second.is_err() || second.as_ref().is_ok_and(|(r,)| *r == -1),
+            "the second memory must not grow past the cap: {second:?}"
+        );
+        assert!(store.data().exceeded, "the refusal is reported as the memory cap");
     }
 }

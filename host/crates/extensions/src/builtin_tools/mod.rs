@@ -8,7 +8,7 @@
 //! File tools resolve paths against the workspace and refuse paths outside it (after resolving
 //! symlinks) when the call's [`Confinement`] is `WorkspacePaths`: the gate gives that in every
 //! approval mode but `full`, and the registry gives it to a call with no gate at all (the user's
-//! own `tools call`). `run_shell` is a process: it gets `LandlockWrites` (`shell.rs`).
+//! own `tools call`). `run_shell` is a process: it gets `ProcessSandbox` (`shell.rs`).
 
 mod fs;
 mod shell;
@@ -118,7 +118,7 @@ impl Scope {
             Confinement::None => false,
             // Never what the approval table gives a file tool; a gate that asks for the process
             // sandbox wants writes kept in the workspace, and checking paths is how we do that.
-            Confinement::LandlockWrites => true,
+            Confinement::ProcessSandbox => true,
         };
         Self { workspace, confined }
     }
@@ -242,7 +242,7 @@ fn file_spec(name: &str, description: &str, perm: Perm, schema: Value, timeout: 
 /// [`spec`] for a tool that runs a process: confining it is the Landlock write sandbox.
 fn process_spec(name: &str, description: &str, perm: Perm, schema: Value, timeout: Duration) -> ToolSpec {
     ToolSpec {
-        confine_with: Confinement::LandlockWrites,
+        confine_with: Confinement::ProcessSandbox,
         ..spec(name, description, perm, schema, timeout)
     }
 }

@@ -192,7 +192,7 @@ pub fn register_all(
             },
             timeout,
             // A native process: confining it is the process sandbox.
-            confine_with: Confinement::LandlockWrites,
+            confine_with: Confinement::ProcessSandbox,
         };
         let runner = Arc::new(CommandTool {
             argv,

@@ -552,7 +552,7 @@ impl ToolRunner for McpToolRunner {
             match call.confinement {
                 // The call runs in the server, a process the user configured and the host does
                 // not confine; the gate's approval is all there is.
-                Confinement::None | Confinement::WorkspacePaths | Confinement::LandlockWrites => {}
+                Confinement::None | Confinement::WorkspacePaths | Confinement::ProcessSandbox => {}
             }
             let Some(conn) = self.conn.upgrade() else {
                 return Err(failed(self.exited_message(None)));

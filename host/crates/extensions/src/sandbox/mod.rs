@@ -169,7 +169,7 @@ fn probe_bwrap() -> Result<String, String> {
         .trim()
         .trim_start_matches("bubblewrap ")
         .to_string();
-    let mut args = confined_args(&SandboxPolicy::workspace("/"), None);
+    let mut args = confined_args(&SandboxPolicy::workspace("/"), None, None);
     args.extend(["--".into(), "/bin/true".into()]);
     let out = std::process::Command::new(BWRAP)
         .args(&args)
@@ -267,8 +267,9 @@ fn temp_dirs() -> Vec<PathBuf> {
 }
 
 /// bubblewrap's arguments (before `--` and the command) for a sandboxed command.
-/// `seccomp_fd`: the descriptor the BPF program can be read from in the child.
-pub fn confined_args(policy: &SandboxPolicy, seccomp_fd: Option<i32>) -> Vec<String> {
+/// `cwd`: where the command starts (the workspace when `None`); `seccomp_fd`: the descriptor the
+/// BPF program can be read from in the child.
+pub fn confined_args(policy: &SandboxPolicy, cwd: Option<&Path>, seccomp_fd: Option<i32>) -> Vec<String> {
     let s = |x: &str| x.to_string();
     let p = |x: &Path| x.to_string_lossy().into_owned();
     let mut a: Vec<String> = [
@@ -313,7 +314,6 @@ pub fn confined_args(policy: &SandboxPolicy, seccomp_fd: Option<i32>) -> Vec<Str
                 }
             }
         }
-        a.extend([s("--chdir"), p(&ws)]);
     }
     for extra in &policy.read_only {
         if let Ok(real) = std::fs::canonicalize(extra) {
@@ -322,6 +322,11 @@ pub fn confined_args(policy: &SandboxPolicy, seccomp_fd: Option<i32>) -> Vec<Str
             }
         }
     }
+    let dir = cwd.map_or_else(
+        || ws.clone(),
+        |c| std::fs::canonicalize(c).unwrap_or_else(|_| c.to_path_buf()),
+    );
+    a.extend([s("--chdir"), p(&dir)]);
     if let Some(fd) = seccomp_fd {
         a.extend([s("--seccomp"), fd.to_string()]);
     }
