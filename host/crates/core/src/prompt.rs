@@ -101,7 +101,7 @@ pub fn agents_md_warning(workspace: &Path) -> Option<Diagnostic> {
     let e = load_agents_md(workspace).err()?;
     Some(Diagnostic::in_file(
         DiagnosticKind::BrokenFile,
-        &workspace.join("AGENTS.md"),
+        workspace.join("AGENTS.md"),
         format!("{e}; it is not put into the prompt"),
     ))
 }
