@@ -187,6 +187,7 @@ fn open_private(dir: &Path, path: &Path) -> std::io::Result<std::fs::File> {
             }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                #[cfg_attr(not(unix), allow(unused_mut))]
                 let mut b = std::fs::DirBuilder::new();
                 #[cfg(unix)]
                 {

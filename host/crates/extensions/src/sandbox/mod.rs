@@ -341,7 +341,11 @@ pub fn contained_args(cwd: &Path) -> Vec<String> {
     // As root, bubblewrap can make the namespaces without a user namespace, and the command keeps
     // root's rights, as `full` promises; anyone else needs one.
     // SAFETY: geteuid never fails and touches no memory.
-    if unsafe { libc::geteuid() } != 0 {
+    #[cfg(unix)]
+    let root = unsafe { libc::geteuid() } == 0;
+    #[cfg(not(unix))]
+    let root = false;
+    if !root {
         a.push("--unshare-user".into());
     }
     for x in [
