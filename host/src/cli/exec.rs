@@ -137,6 +137,7 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
     });
 
     let mut exit = code::ERROR;
+    let mut thinking = false;
     let stdout = std::io::stdout();
     while let Some(ev) = session.events.recv().await {
         if args.json {
@@ -149,6 +150,15 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
                 let _ = writeln!(out, "{line}").and_then(|_| out.flush());
             }
         } else {
+            // Thinking is not printed, only said once per model reply.
+            match &ev {
+                Event::ReasoningDelta { .. } if !thinking => {
+                    thinking = true;
+                    eprintln!("thinking…");
+                }
+                Event::Message { .. } => thinking = false,
+                _ => {}
+            }
             print_human(&ev);
         }
         match ev {

@@ -57,6 +57,7 @@ impl Fixture {
             .env("CST_TEST_KEY", KEY)
             .env_remove("CST_MODEL")
             .env_remove("CST_BASE_URL")
+            .env_remove("OPENAI_BASE_URL")
             .env_remove("OPENAI_API_KEY")
             .stdin(Stdio::null());
         c

@@ -61,6 +61,12 @@ enum Body_ {
     Malformed,
     /// Send one text chunk, then nothing until the client goes away.
     Hang,
+    /// These `chat.completion.chunk` objects as they are, then `[DONE]` (fixtures in a server's
+    /// own shape: reasoning fields, usage chunks, odd tool-call indexes).
+    Raw {
+        chunks: Vec<Value>,
+        issued: Vec<String>,
+    },
 }
 
 /// What the scripted model answers to one request.
@@ -114,6 +120,18 @@ impl Reply {
     pub fn hang() -> Self {
         Self {
             body: Body_::Hang,
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// A stream of exactly these chunk objects (each sent as one `data:` line), then `[DONE]`.
+    /// `issued`: the tool call ids it hands out, for the request checks of the next turn.
+    pub fn raw(chunks: Vec<Value>, issued: &[&str]) -> Self {
+        Self {
+            body: Body_::Raw {
+                chunks,
+                issued: issued.iter().map(|s| s.to_string()).collect(),
+            },
             delay: Duration::ZERO,
         }
     }
@@ -396,6 +414,9 @@ async fn handle(st: Arc<Mutex<State>>, method: Method, uri: Uri, headers: Header
                 if let Body_::Stream { calls, .. } = &r.body {
                     conv.issued.extend(calls.iter().map(|c| c.id.clone()));
                 }
+                if let Body_::Raw { issued, .. } = &r.body {
+                    conv.issued.extend(issued.iter().cloned());
+                }
                 (r, body["model"].as_str().unwrap_or_default().to_string(), n)
             }
             None => {
@@ -423,6 +444,11 @@ async fn handle(st: Arc<Mutex<State>>, method: Method, uri: Uri, headers: Header
             true,
             done,
         ),
+        Body_::Raw { chunks, .. } => {
+            let mut lines: Vec<String> = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+            lines.push("data: [DONE]\n\n".into());
+            sse_response(lines, reply.delay, false, done)
+        }
         Body_::Stream { text, calls } => {
             let mut chunks = vec![chunk(&model, json!({"role": "assistant"}), None)];
             // Text in three pieces, tool arguments in two, to exercise reassembly.

@@ -91,9 +91,12 @@ impl Agent {
             let tools = self.tool_defs();
             let events = self.events.clone();
             let is_sub = self.sub.is_some();
-            let mut on_delta = move |d: &str| {
+            let mut on_delta = move |d: crate::model::Delta<'_>| {
                 if !is_sub {
-                    events.emit(Event::MessageDelta { text: d.to_string() });
+                    events.emit(match d {
+                        crate::model::Delta::Text(t) => Event::MessageDelta { text: t.to_string() },
+                        crate::model::Delta::Reasoning(t) => Event::ReasoningDelta { text: t.to_string() },
+                    });
                 }
             };
             let reply = match self.model.complete(&self.history, &tools, cancel, &mut on_delta).await {
@@ -120,11 +123,8 @@ impl Agent {
                     })
                     .collect(),
             });
+            self.history.push(reply.to_message());
             let calls = reply.tool_calls;
-            self.history.push(ChatMessage::Assistant {
-                content: (!reply.text.is_empty()).then_some(reply.text.clone()),
-                tool_calls: calls.clone(),
-            });
             if calls.is_empty() {
                 return (TurnEnd::Done { answer: reply.text }, step);
             }

@@ -265,6 +265,7 @@ impl HeadlessEvent {
             | Event::QuestionAsked { .. }
             | Event::Reloaded { .. }
             | Event::UserMessage { .. }
+            | Event::ReasoningDelta { .. }
             | Event::SessionClosed => return None,
         };
         Some(line)

@@ -328,6 +328,11 @@ pub enum Event {
     MessageDelta {
         text: String,
     },
+    /// A fragment of the model's thinking as it streams (servers that send `reasoning_content`
+    /// or `reasoning`). Front ends show that the model is thinking; `exec --json` has no line.
+    ReasoningDelta {
+        text: String,
+    },
     /// The user's message that started a turn (a sub-agent's: its task prompt).
     UserMessage {
         text: String,

@@ -1,5 +1,6 @@
 //! Which model to talk to. Precedence: flags (`--model`, `--base-url`) > env (`CST_MODEL`,
-//! `CST_BASE_URL`) > `settings.json` key `model` in the config dir > defaults.
+//! `CST_BASE_URL`, then `OPENAI_BASE_URL`) > `settings.json` key `model` in the config dir >
+//! defaults.
 //!
 //! ```json
 //! { "model": { "base_url": "http://127.0.0.1:11434/v1", "name": "qwen3:8b", "api_key_env": "OLLAMA_KEY" } }
@@ -66,6 +67,9 @@ impl ModelConfig {
             .base_url
             .clone()
             .or_else(|| env("CST_BASE_URL"))
+            // What the OpenAI SDKs and Codex read: a user who set it pointed elsewhere, and the
+            // key must go there, never to the default URL.
+            .or_else(|| env("OPENAI_BASE_URL"))
             .or(from_file.base_url)
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
         let name = overrides
@@ -135,6 +139,39 @@ mod tests {
         };
         let c = ModelConfig::resolve_with(&file, &o, env).unwrap();
         assert_eq!((c.name.as_str(), c.base_url.as_str()), ("flag", "http://flag"));
+    }
+
+    /// Issue 14 item 1: `OPENAI_BASE_URL` is read below `CST_BASE_URL` and `--base-url`, above
+    /// the settings file and the default.
+    #[test]
+    fn openai_base_url_is_honoured_below_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("settings.json");
+        std::fs::write(&file, r#"{"model":{"name":"m"}}"#).unwrap();
+        let with = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        };
+        let url = |vars, o: &ModelOverrides| ModelConfig::resolve_with(&file, o, with(vars)).unwrap().base_url;
+        let none = ModelOverrides::default();
+        assert_eq!(url(&[], &none), DEFAULT_BASE_URL);
+        assert_eq!(url(&[("OPENAI_BASE_URL", "http://proxy/v1")], &none), "http://proxy/v1");
+        assert_eq!(
+            url(
+                &[
+                    ("OPENAI_BASE_URL", "http://proxy/v1"),
+                    ("CST_BASE_URL", "http://ours/v1")
+                ],
+                &none
+            ),
+            "http://ours/v1"
+        );
+        let flag = ModelOverrides {
+            base_url: Some("http://flag/v1".into()),
+            ..ModelOverrides::default()
+        };
+        assert_eq!(url(&[("OPENAI_BASE_URL", "http://proxy/v1")], &flag), "http://flag/v1");
+        std::fs::write(&file, r#"{"model":{"name":"m","base_url":"http://file/v1"}}"#).unwrap();
+        assert_eq!(url(&[("OPENAI_BASE_URL", "http://proxy/v1")], &none), "http://proxy/v1");
     }
 
     #[test]

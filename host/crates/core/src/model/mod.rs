@@ -29,6 +29,13 @@ pub enum ChatMessage {
         content: Option<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// The model's thinking, sent back in the field it came in: DeepSeek's thinking models
+        /// answer HTTP 400 to the next step of a tool loop without it (issue 14 item 2). Only
+        /// servers that sent one ever get one back.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<String>,
     },
     Tool {
         tool_call_id: String,
@@ -70,6 +77,40 @@ pub struct AssistantTurn {
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
     pub finish_reason: Option<String>,
+    /// Thinking text, when the server streamed any.
+    pub reasoning: Option<Reasoning>,
+}
+
+/// Thinking text and the delta field it came in (`reasoning_content` or `reasoning`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reasoning {
+    pub field: String,
+    pub text: String,
+}
+
+impl AssistantTurn {
+    /// The turn as a history message, its thinking in the field the server used.
+    pub fn to_message(&self) -> ChatMessage {
+        let thinking = |field: &str| {
+            self.reasoning
+                .as_ref()
+                .filter(|r| r.field == field)
+                .map(|r| r.text.clone())
+        };
+        ChatMessage::Assistant {
+            content: (!self.text.is_empty()).then(|| self.text.clone()),
+            tool_calls: self.tool_calls.clone(),
+            reasoning_content: thinking("reasoning_content"),
+            reasoning: thinking("reasoning"),
+        }
+    }
+}
+
+/// A streamed fragment: answer text, or thinking.
+#[derive(Debug, Clone, Copy)]
+pub enum Delta<'a> {
+    Text(&'a str),
+    Reasoning(&'a str),
 }
 
 /// Why a model call failed; the messages are meant for a person.
@@ -83,6 +124,8 @@ pub enum ModelError {
     },
     #[error("cannot reach the model server at {url}: {reason} (is it running? check `model.base_url` in settings.json, CST_BASE_URL or --base-url)")]
     Unreachable { url: String, reason: String },
+    #[error("the model server at {url} answered 404 Not Found{detail}: {body}")]
+    NotFound { url: String, detail: String, body: String },
     #[error("the model server at {url} answered HTTP {status}: {body}")]
     Http { url: String, status: u16, body: String },
     #[error("malformed response stream from {url}: {detail}")]
@@ -152,6 +195,17 @@ impl ModelClient {
             "messages": messages,
             "stream": true,
         });
+        // Thinking goes back only within the current turn (after the last user message), as
+        // DeepSeek asks; older turns' thinking is dropped to keep requests small.
+        if let Some(list) = body["messages"].as_array_mut() {
+            let last_user = list.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+            for m in &mut list[..last_user] {
+                if let Some(o) = m.as_object_mut() {
+                    o.remove("reasoning_content");
+                    o.remove("reasoning");
+                }
+            }
+        }
         // Some servers reject an empty `tools` array, so it is left out when there are none.
         if !tools.is_empty() {
             body["tools"] = tools
@@ -173,7 +227,7 @@ impl ModelClient {
         messages: &[ChatMessage],
         tools: &[ToolDef],
         cancel: &CancellationToken,
-        on_delta: &mut (dyn FnMut(&str) + Send),
+        on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<AssistantTurn, ModelError> {
         let body = self.request_body(messages, tools);
         let mut attempt = 0u32;
@@ -250,6 +304,12 @@ impl ModelClient {
                     format!("; server said: {body}")
                 },
             }
+        } else if status.as_u16() == 404 {
+            ModelError::NotFound {
+                url: self.url.clone(),
+                detail: not_found_cause(&self.config.name, &body),
+                body,
+            }
         } else {
             ModelError::Http {
                 url: self.url.clone(),
@@ -263,7 +323,7 @@ impl ModelClient {
     async fn read_stream(
         &self,
         resp: reqwest::Response,
-        on_delta: &mut (dyn FnMut(&str) + Send),
+        on_delta: &mut (dyn FnMut(Delta<'_>) + Send),
     ) -> Result<AssistantTurn, ModelError> {
         let malformed = |detail: String| ModelError::MalformedStream {
             url: self.url.clone(),
@@ -296,6 +356,23 @@ impl ModelClient {
     }
 }
 
+/// What a 404 from `/chat/completions` most likely means, for the error message (issue 14 item
+/// 5): a model that only speaks the Responses API (OpenAI's codex-line and pro models say so in
+/// the body), an unknown model, or a base URL without its `/v1`.
+fn not_found_cause(model: &str, body: &str) -> String {
+    let b = body.to_ascii_lowercase();
+    if b.contains("responses") {
+        format!(
+            " (model `{model}` only speaks the Responses API, `/v1/responses`; cst-agent speaks Chat Completions: \
+             choose a chat model with --model or `model.name`)"
+        )
+    } else if b.contains("model") {
+        format!(" (is `{model}` a model this server has? check --model or `model.name`)")
+    } else {
+        " (does `model.base_url` end in the API's version, such as `/v1`?)".to_string()
+    }
+}
+
 fn short(s: &str) -> String {
     let s = s.trim();
     match s.char_indices().nth(300) {
@@ -316,4 +393,54 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         src = s.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client() -> ModelClient {
+        ModelClient::new(ModelConfig {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            name: "deepseek-reasoner".into(),
+            api_key_env: "K".into(),
+            api_key: None,
+        })
+        .expect("client")
+    }
+
+    fn assistant(text: &str, thinking: &str) -> ChatMessage {
+        ChatMessage::Assistant {
+            content: Some(text.into()),
+            tool_calls: vec![],
+            reasoning_content: Some(thinking.into()),
+            reasoning: None,
+        }
+    }
+
+    /// Issue 14 item 2: thinking goes back within the current turn only.
+    #[test]
+    fn thinking_of_earlier_turns_is_not_sent() {
+        let history = vec![
+            ChatMessage::User { content: "one".into() },
+            assistant("first", "old thoughts"),
+            ChatMessage::User { content: "two".into() },
+            assistant("second", "new thoughts"),
+        ];
+        let body = client().request_body(&history, &[]);
+        let messages = body["messages"].as_array().expect("messages");
+        assert!(messages[1].get("reasoning_content").is_none(), "{body}");
+        assert_eq!(messages[3]["reasoning_content"], "new thoughts");
+    }
+
+    /// A server that never sent thinking never gets the fields (OpenAI rejects unknown ones).
+    #[test]
+    fn no_thinking_no_field() {
+        let turn = AssistantTurn {
+            text: "hi".into(),
+            ..AssistantTurn::default()
+        };
+        let v = serde_json::to_value(turn.to_message()).expect("json");
+        assert_eq!(v, json!({"role": "assistant", "content": "hi"}));
+    }
 }

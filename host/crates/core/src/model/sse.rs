@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{AssistantTurn, FunctionCall, ToolCall};
+use super::{AssistantTurn, Delta, FunctionCall, ToolCall};
 
 /// Splits a byte stream into lines (LF or CRLF), keeping a partial line between chunks.
 #[derive(Default)]
@@ -38,6 +38,9 @@ impl LineSplitter {
     }
 }
 
+/// Most tool calls one answer may hold.
+const MAX_CALLS: usize = 128;
+
 #[derive(Default)]
 struct PartialCall {
     id: Option<String>,
@@ -49,14 +52,21 @@ struct PartialCall {
 #[derive(Default)]
 pub struct Accumulator {
     text: String,
+    /// Thinking text (`reasoning_content` as DeepSeek sends it, `reasoning` as vLLM and
+    /// OpenRouter do) and the field it came in, to send it back the same way.
+    reasoning: String,
+    reasoning_field: Option<&'static str>,
     calls: Vec<PartialCall>,
+    /// The call each stream `index` currently fills. Older Ollama and litellm stream parallel
+    /// calls all with index 0, each with its own `id`: a new id at a known index starts a call.
+    slot_of: std::collections::HashMap<usize, usize>,
     finish_reason: Option<String>,
     chunks: usize,
 }
 
 impl Accumulator {
     /// Feed one line; returns `Ok(true)` at `data: [DONE]`.
-    pub fn feed_line(&mut self, line: &str, on_delta: &mut (dyn FnMut(&str) + Send)) -> Result<bool, String> {
+    pub fn feed_line(&mut self, line: &str, on_delta: &mut (dyn FnMut(Delta<'_>) + Send)) -> Result<bool, String> {
         let Some(data) = line.strip_prefix("data:") else {
             // Comments (`: keep-alive`), `event:`/`id:` fields and blank separators carry nothing.
             return Ok(false);
@@ -91,10 +101,17 @@ impl Accumulator {
         let Some(delta) = choice.get("delta") else {
             return Ok(false);
         };
+        for field in ["reasoning_content", "reasoning"] {
+            if let Some(text) = delta.get(field).and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                self.reasoning.push_str(text);
+                self.reasoning_field.get_or_insert(field);
+                on_delta(Delta::Reasoning(text));
+            }
+        }
         if let Some(text) = delta.get("content").and_then(Value::as_str) {
             if !text.is_empty() {
                 self.text.push_str(text);
-                on_delta(text);
+                on_delta(Delta::Text(text));
             }
         }
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
@@ -103,19 +120,23 @@ impl Accumulator {
                 let index = call
                     .get("index")
                     .and_then(Value::as_u64)
-                    .map(|i| i as usize)
-                    .unwrap_or(self.calls.len() + pos);
-                if index > self.calls.len() + 64 {
-                    return Err(format!("tool call index {index} is out of range"));
-                }
-                while self.calls.len() <= index {
-                    self.calls.push(PartialCall::default());
-                }
-                let slot = &mut self.calls[index];
-                if let Some(id) = call.get("id").and_then(Value::as_str) {
-                    if !id.is_empty() {
-                        slot.id = Some(id.to_string());
+                    .map_or(self.calls.len() + pos, |i| usize::try_from(i).unwrap_or(usize::MAX));
+                let id = call.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
+                let known = self.slot_of.get(&index).copied();
+                let slot = match known {
+                    Some(at) if id.is_none_or(|id| self.calls[at].id.as_deref().is_none_or(|old| old == id)) => at,
+                    _ => {
+                        if self.calls.len() >= MAX_CALLS {
+                            return Err(format!("more than {MAX_CALLS} tool calls in one answer"));
+                        }
+                        self.calls.push(PartialCall::default());
+                        self.slot_of.insert(index, self.calls.len() - 1);
+                        self.calls.len() - 1
                     }
+                };
+                let slot = &mut self.calls[slot];
+                if let Some(id) = id {
+                    slot.id = Some(id.to_string());
                 }
                 if let Some(f) = call.get("function") {
                     if let Some(n) = f.get("name").and_then(Value::as_str) {
@@ -153,10 +174,15 @@ impl Accumulator {
                 },
             });
         }
+        let reasoning = self.reasoning_field.map(|field| super::Reasoning {
+            field: field.to_string(),
+            text: self.reasoning,
+        });
         Ok(AssistantTurn {
             text: self.text,
             tool_calls,
             finish_reason: self.finish_reason,
+            reasoning,
         })
     }
 }
@@ -188,7 +214,13 @@ mod tests {
         // Feed in awkward pieces to exercise the partial-line buffer.
         for piece in stream.as_bytes().chunks(7) {
             for line in lines.push(piece) {
-                done |= acc.feed_line(&line, &mut |d| seen.push_str(d)).unwrap();
+                done |= acc
+                    .feed_line(&line, &mut |d| {
+                        if let Delta::Text(t) = d {
+                            seen.push_str(t)
+                        }
+                    })
+                    .unwrap();
             }
         }
         assert!(done);
@@ -198,6 +230,61 @@ mod tests {
         assert_eq!(turn.tool_calls.len(), 1);
         assert_eq!(turn.tool_calls[0].id, "c1");
         assert_eq!(turn.tool_calls[0].function.arguments, "{\"path\":1}");
+    }
+
+    fn fold(stream: &str) -> AssistantTurn {
+        let mut acc = Accumulator::default();
+        for line in LineSplitter::default().push(stream.as_bytes()) {
+            acc.feed_line(&line, &mut |_| {}).unwrap();
+        }
+        acc.finish().unwrap()
+    }
+
+    /// Issue 14 item 3: older Ollama and litellm stream parallel calls all at index 0, each with
+    /// its own id: two calls, not one `read_fileread_file`.
+    #[test]
+    fn parallel_calls_at_the_same_index_with_new_ids_are_two_calls() {
+        let turn = fold(concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\":\\\"a\\\"}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_b\",\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\":\\\"b\\\"}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        ));
+        let calls: Vec<(&str, &str, &str)> = turn
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.function.name.as_str(), c.function.arguments.as_str()))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("call_a", "read_file", r#"{"path":"a"}"#),
+                ("call_b", "read_file", r#"{"path":"b"}"#)
+            ]
+        );
+    }
+
+    /// The id repeated on every fragment (some servers do) is still one call.
+    #[test]
+    fn an_id_repeated_on_each_fragment_is_one_call() {
+        let turn = fold(concat!(
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"list\",\"arguments\":\"{\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"arguments\":\"}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        ));
+        assert_eq!(turn.tool_calls.len(), 1);
+        assert_eq!(turn.tool_calls[0].function.arguments, "{}");
+    }
+
+    /// Issue 14 item 2: thinking text is kept with the field it came in.
+    #[test]
+    fn reasoning_is_kept_with_its_field() {
+        for field in ["reasoning_content", "reasoning"] {
+            let turn = fold(&format!(
+                "data: {{\"choices\":[{{\"delta\":{{\"{field}\":\"Let me \"}}}}]}}\n\ndata: {{\"choices\":[{{\"delta\":{{\"{field}\":\"think.\"}}}}]}}\n\ndata: {{\"choices\":[{{\"delta\":{{\"content\":\"Hi\"}},\"finish_reason\":\"stop\"}}]}}\n\n"
+            ));
+            let r = turn.reasoning.expect("reasoning kept");
+            assert_eq!((r.field.as_str(), r.text.as_str()), (field, "Let me think."));
+            assert_eq!(turn.text, "Hi");
+        }
     }
 
     #[test]
