@@ -8,7 +8,7 @@ pub mod status;
 pub mod tools;
 pub mod trust;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 
@@ -26,7 +26,8 @@ pub mod exit {
 #[derive(Debug, Parser)]
 #[command(name = "cst-agent", version, about = "AI coding-agent host and plugin platform")]
 pub struct Cli {
-    /// Workspace root (default: the current directory).
+    /// Workspace root (default: the nearest folder upwards holding `.git` or `.agent/`, else the
+    /// current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     // E1. Doc comments on clap items are the `--help` text: no rule ids in them.
@@ -98,10 +99,29 @@ impl Cli {
         })
     }
 
+    /// `--workspace`, else the project the current folder belongs to ([`find_workspace_root`]).
     pub fn workspace_dir(&self) -> PathBuf {
-        let ws = self.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
-        std::fs::canonicalize(&ws).unwrap_or(ws)
+        match &self.workspace {
+            Some(ws) => std::fs::canonicalize(ws).unwrap_or_else(|_| ws.clone()),
+            None => {
+                let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+                let here = std::fs::canonicalize(&here).unwrap_or(here);
+                find_workspace_root(&here)
+            }
+        }
     }
+}
+
+/// The nearest folder from `start` upwards that holds `.git` (a repository or a worktree's
+/// `.git` file) or an `.agent/` folder; `start` itself when none does. Run from `repo/src`,
+/// the session still gets the repository's `AGENTS.md`, skills and trust, as Codex and Claude
+/// Code find the project root.
+pub fn find_workspace_root(start: &Path) -> PathBuf {
+    start
+        .ancestors()
+        .find(|dir| dir.join(".git").exists() || dir.join(".agent").is_dir())
+        .unwrap_or(start)
+        .to_path_buf()
 }
 
 /// Run a parsed command line; returns the process exit code.

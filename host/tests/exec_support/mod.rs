@@ -49,9 +49,21 @@ impl Fixture {
     }
 
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_cst-agent"));
+        let mut c = self.base();
         c.arg("--workspace").arg(self.ws.path());
         c.args(args);
+        c
+    }
+
+    /// Without `--workspace`, started in `dir`: the binary finds the workspace itself.
+    pub fn cmd_in(&self, dir: &std::path::Path, args: &[&str]) -> Command {
+        let mut c = self.base();
+        c.current_dir(dir).args(args);
+        c
+    }
+
+    fn base(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cst-agent"));
         c.env("XDG_CONFIG_HOME", self.home.path().join("config"))
             .env("XDG_CACHE_HOME", self.home.path().join("cache"))
             .env("CST_TEST_KEY", KEY)

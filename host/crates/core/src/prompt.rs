@@ -67,9 +67,9 @@ pub fn context(workspace: &Path, skills: &[Skill]) -> String {
         out.push_str("\n## Skills\nCall the `skill` tool with a name to load a skill's instructions.\n");
         out.push_str(&index.text);
     }
-    if let Some(agents) = read_agents_md(workspace) {
-        out.push_str("\n## Project instructions (AGENTS.md)\n");
-        out.push_str(&agents);
+    if let Ok(Some((name, text))) = load_instructions(workspace) {
+        out.push_str(&format!("\n## Project instructions ({name})\n"));
+        out.push_str(&text);
         if !out.ends_with('\n') {
             out.push('\n');
         }
@@ -77,31 +77,40 @@ pub fn context(workspace: &Path, skills: &[Skill]) -> String {
     out
 }
 
-/// AGENTS.md of the workspace: a regular file inside it, read up to the cap (issue 13 item 7:
-/// a link to `/proc/self/environ`, `/dev/zero` or a file outside is refused — see
-/// [`agents_md_warning`] — and a huge file is never read whole).
-fn load_agents_md(workspace: &Path) -> Result<Option<String>, BoundedReadError> {
-    match read_beneath(workspace, Path::new("AGENTS.md"), MAX_AGENTS_MD_BYTES as u64, true) {
-        Ok(b) if b.cut => Ok(Some(format!(
-            "{}\n[AGENTS.md cut at {MAX_AGENTS_MD_BYTES} bytes]\n",
-            b.text().trim_end_matches('\u{fffd}')
-        ))),
-        Ok(b) => Ok(Some(b.text())),
-        Err(BoundedReadError::NotFound) => Ok(None),
-        Err(e) => Err(e),
+/// The project's instruction files, in the order they are looked for: `AGENTS.md`, else
+/// `CLAUDE.md` (Claude Code's name for the same thing; issue 14 item 12).
+const INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
+
+/// The first instruction file of the workspace that exists: a regular file inside it, read up
+/// to the cap (issue 13 item 7: a link to `/proc/self/environ`, `/dev/zero` or a file outside is
+/// refused — see [`agents_md_warning`] — and a huge file is never read whole).
+fn load_instructions(workspace: &Path) -> Result<Option<(&'static str, String)>, (&'static str, BoundedReadError)> {
+    for name in INSTRUCTION_FILES {
+        match read_beneath(workspace, Path::new(name), MAX_AGENTS_MD_BYTES as u64, true) {
+            Ok(b) if b.cut => {
+                return Ok(Some((
+                    name,
+                    format!(
+                        "{}\n[{name} cut at {MAX_AGENTS_MD_BYTES} bytes]\n",
+                        b.text().trim_end_matches('\u{fffd}')
+                    ),
+                )))
+            }
+            Ok(b) => return Ok(Some((name, b.text()))),
+            Err(BoundedReadError::NotFound) => continue,
+            Err(e) => return Err((name, e)),
+        }
     }
+    Ok(None)
 }
 
-fn read_agents_md(workspace: &Path) -> Option<String> {
-    load_agents_md(workspace).ok().flatten()
-}
-
-/// The warning for an AGENTS.md that was refused (not a regular file inside the workspace), if any.
+/// The warning for an instruction file that was refused (not a regular file inside the
+/// workspace), if any.
 pub fn agents_md_warning(workspace: &Path) -> Option<Diagnostic> {
-    let e = load_agents_md(workspace).err()?;
+    let (name, e) = load_instructions(workspace).err()?;
     Some(Diagnostic::in_file(
         DiagnosticKind::BrokenFile,
-        workspace.join("AGENTS.md"),
+        workspace.join(name),
         format!("{e}; it is not put into the prompt"),
     ))
 }
@@ -137,5 +146,20 @@ mod tests {
             "{sub}"
         );
         assert!(sub.contains(&explore.instructions));
+    }
+
+    /// Issue 14 item 12: `CLAUDE.md` is read when there is no `AGENTS.md`; `AGENTS.md` wins.
+    #[test]
+    fn claude_md_when_there_is_no_agents_md() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("CLAUDE.md"), "Use pnpm, never npm.").unwrap();
+        let c = context(ws.path(), &[]);
+        assert!(
+            c.contains("## Project instructions (CLAUDE.md)") && c.contains("Use pnpm"),
+            "{c}"
+        );
+        std::fs::write(ws.path().join("AGENTS.md"), "Always run the tests.").unwrap();
+        let c = context(ws.path(), &[]);
+        assert!(c.contains("Always run the tests.") && !c.contains("Use pnpm"), "{c}");
     }
 }
