@@ -4,7 +4,11 @@ fn main() {
     let cli = cst_agent::cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(|| RedactingStderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // No colour codes when stderr is not a terminal or NO_COLOR is set (no-color.org).
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        )
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("CST_LOG").unwrap_or_else(|_| "warn".into()))
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

@@ -27,8 +27,12 @@ pub mod code {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 the model answered; 1 the model call or another step failed; \
+2 bad command line, no prompt or no model configuration; 3 --max-steps reached; 130 cancelled (Ctrl-C)."
+)]
 pub struct ExecArgs {
-    /// The task. Read from stdin when absent or `-`.
+    /// The task. Read from stdin when absent or `-`; piped stdin is appended to a task given here.
     pub prompt: Option<String>,
     /// Print a JSONL event stream on stdout instead of the final answer.
     #[arg(long)]
@@ -40,12 +44,12 @@ pub struct ExecArgs {
     /// `full` runs everything.
     #[arg(long, value_enum, default_value_t = ApprovalMode::Auto)]
     pub approval: ApprovalMode,
-    /// Model name (overrides CST_MODEL and settings.json `model.name`).
-    #[arg(long)]
+    /// Model name (overrides settings.json `model.name`).
+    #[arg(long, env = "CST_MODEL")]
     pub model: Option<String>,
-    /// Chat Completions base URL, e.g. http://127.0.0.1:11434/v1 (overrides CST_BASE_URL and
+    /// Chat Completions base URL, e.g. http://127.0.0.1:11434/v1 (overrides OPENAI_BASE_URL and
     /// settings.json `model.base_url`).
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", env = "CST_BASE_URL")]
     pub base_url: Option<String>,
 }
 
@@ -59,18 +63,38 @@ fn status_of(end: &TurnEnd) -> (&'static str, i32) {
     (end.as_str(), code)
 }
 
+/// Most bytes of stdin taken into the prompt.
+const MAX_STDIN_BYTES: u64 = 8 << 20;
+
+fn read_stdin() -> Result<String, String> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(MAX_STDIN_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+    if bytes.len() as u64 > MAX_STDIN_BYTES {
+        return Err(format!("stdin holds more than {} MiB", MAX_STDIN_BYTES >> 20));
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 fn read_prompt(arg: &Option<String>) -> Result<String, String> {
     let text = match arg.as_deref() {
+        // As `codex exec` and `claude -p` do: `git diff | cst-agent exec "review this"`.
+        Some(p) if p != "-" && !std::io::stdin().is_terminal() => {
+            let piped = read_stdin()?;
+            if piped.trim().is_empty() {
+                p.to_string()
+            } else {
+                format!("{p}\n\n{piped}")
+            }
+        }
         Some(p) if p != "-" => p.to_string(),
         _ => {
             if arg.is_none() && std::io::stdin().is_terminal() {
                 return Err("no prompt: pass it as an argument or on stdin".into());
             }
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
-            s
+            read_stdin()?
         }
     };
     if text.trim().is_empty() {

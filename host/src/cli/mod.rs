@@ -58,6 +58,11 @@ pub enum Command {
     /// The extensions summary, the sandbox and the trust hint.
     #[command(alias = "doctor")]
     Status,
+    /// Print a shell completion script: `cst-agent completions bash > ~/.local/share/bash-completion/completions/cst-agent`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Print load problems (broken files, clashes) to stderr, one a line: `warning: {file}: {message}`.
@@ -133,5 +138,10 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Mcp(cmd) => mcp::run(&cli, cmd).await,
         Command::Agents(cmd) => agents::run(&cli, cmd),
         Command::Status => status::run(&cli),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "cst-agent", &mut std::io::stdout());
+            0
+        }
     }
 }
