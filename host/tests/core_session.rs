@@ -39,7 +39,7 @@ async fn approval_round_trip_and_always() {
                 h.ops.send(Op::Approval { request_id, decision }).unwrap();
             }
             Event::ToolCallFinished { call_id, outcome, .. } => outcomes.push((call_id, outcome)),
-            Event::TurnFinished { end, steps } => {
+            Event::TurnFinished { end, steps, .. } => {
                 assert_eq!(end, TurnEnd::Done { answer: "done".into() });
                 assert_eq!(steps, 4);
                 break;

@@ -145,3 +145,66 @@ fn a_responses_only_model_is_named_as_the_cause() {
     assert_eq!(server.request_count(), 1, "a 404 is not retried");
     server.finish();
 }
+
+/// Issue 14 item 4: usage is asked for and reported (stream, transcript, stderr); an answer cut
+/// at the output limit is a warning and a status of its own, not a silent success.
+#[test]
+fn usage_is_reported_and_a_cut_answer_is_not_a_success() {
+    let openai = |delta: Value, finish: Option<&str>| {
+        json!({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1764547200,
+               "model": "gpt-4.1-mini", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let usage = |input: u64, output: u64| {
+        json!({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1764547200,
+               "model": "gpt-4.1-mini", "choices": [],
+               "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}})
+    };
+    let server = ScriptedServer::start(vec![
+        Reply::raw(
+            vec![
+                openai(
+                    json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                        "function": {"name": "list", "arguments": "{}"}}]}),
+                    None,
+                ),
+                openai(json!({}), Some("tool_calls")),
+                usage(1000, 20),
+            ],
+            &["call_1"],
+        ),
+        Reply::raw(
+            vec![
+                openai(json!({"role": "assistant", "content": "The files are a, b and"}), None),
+                openai(json!({}), Some("length")),
+                usage(1100, 4096),
+            ],
+            &[],
+        ),
+    ]);
+    let f = Fixture::new(&server);
+    let out = f.run(&["exec", "--json", "list the files"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(server.requests()[0].body["stream_options"]["include_usage"] == json!(true));
+    assert!(stderr.contains("tokens: 2100 in · 4116 out"), "{stderr}");
+    let stdout = text(&out.stdout);
+    let last: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    assert_eq!(last["type"], "turn.finished");
+    assert_eq!(last["status"], "length");
+    assert_eq!(last["answer"], "The files are a, b and");
+    assert_eq!(last["usage"], json!({"input_tokens": 2100, "output_tokens": 4116}));
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("\"type\":\"warning\"") && l.contains("output limit")),
+        "{stdout}"
+    );
+    let end = f
+        .transcript()
+        .into_iter()
+        .find(|r| r["type"] == "turn_end")
+        .expect("turn_end record");
+    assert_eq!(end["reason"], "length");
+    assert_eq!(end["usage"]["output_tokens"], 4116);
+    server.finish();
+}

@@ -22,6 +22,8 @@ pub mod code {
     pub const USAGE: i32 = 2;
     /// `--max-steps` was reached while the model still asked for tools.
     pub const MAX_STEPS: i32 = 3;
+    /// The final answer was cut at the model's output limit (`finish_reason: length`).
+    pub const TRUNCATED: i32 = 4;
     /// Cancelled by Ctrl-C (SIGINT) — 128 + 2, as shells report it.
     pub const CANCELLED: i32 = 130;
 }
@@ -59,6 +61,7 @@ fn status_of(end: &TurnEnd) -> (&'static str, i32) {
         TurnEnd::MaxSteps { .. } => code::MAX_STEPS,
         TurnEnd::Cancelled => code::CANCELLED,
         TurnEnd::Failed { .. } => code::ERROR,
+        TurnEnd::Truncated { .. } => code::TRUNCATED,
     };
     (end.as_str(), code)
 }
@@ -186,10 +189,13 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
             print_human(&ev);
         }
         match ev {
-            Event::TurnFinished { end, .. } => {
+            Event::TurnFinished { end, usage, .. } => {
                 exit = status_of(&end).1;
-                if let (TurnEnd::Done { answer }, false) = (&end, args.json) {
+                if let (TurnEnd::Done { answer } | TurnEnd::Truncated { answer }, false) = (&end, args.json) {
                     println!("{}", super::redact(answer));
+                }
+                if let Some(u) = usage {
+                    eprintln!("tokens: {} in · {} out", u.input_tokens, u.output_tokens);
                 }
                 if let TurnEnd::MaxSteps { limit } = end {
                     eprintln!("stopped: the step limit ({limit}) was reached");

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::EventBus;
 use crate::model::{ChatMessage, ModelClient, ModelError, ToolCall, ToolDef};
-use cst_protocol::{Event, Outcome, ToolCallRequest, TurnEnd};
+use cst_protocol::{Event, Outcome, TokenUsage, ToolCallRequest, TurnEnd};
 use cst_registry::question::Questions;
 use cst_registry::task::{SubAgentHost, TaskArgs};
 use cst_registry::{CallError, Perm, PermissionGate, Registry, ToolContext, ToolScope};
@@ -44,6 +44,8 @@ pub(crate) struct Agent {
     pub(crate) subagents: Option<Arc<dyn TaskHost>>,
     /// `Some(N)` for sub-agent N: its events reach the front end wrapped in [`Event::SubAgent`].
     pub(crate) sub: Option<u32>,
+    /// Tokens of the current turn so far (`None` until a reply reports usage).
+    pub(crate) usage: Option<TokenUsage>,
 }
 
 impl Agent {
@@ -82,6 +84,7 @@ impl Agent {
     pub(crate) async fn run_turn(&mut self, text: String, cancel: &CancellationToken) -> (TurnEnd, u32) {
         self.emit(Event::UserMessage { text: text.clone() });
         self.history.push(ChatMessage::User { content: text });
+        self.usage = None;
         let max = self.max_steps.max(1);
         for step in 1..=max {
             if cancel.is_cancelled() {
@@ -123,8 +126,20 @@ impl Agent {
                     })
                     .collect(),
             });
+            if let Some(u) = reply.usage {
+                self.usage.get_or_insert_with(TokenUsage::default).add(u);
+            }
             self.history.push(reply.to_message());
+            let truncated = reply.finish_reason.as_deref() == Some("length");
             let calls = reply.tool_calls;
+            if calls.is_empty() && truncated {
+                self.emit(Event::Warning {
+                    message: "the model's answer was cut at its output limit (finish_reason: length); \
+                              it may be incomplete"
+                        .into(),
+                });
+                return (TurnEnd::Truncated { answer: reply.text }, step);
+            }
             if calls.is_empty() {
                 return (TurnEnd::Done { answer: reply.text }, step);
             }

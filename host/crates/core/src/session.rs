@@ -206,6 +206,7 @@ pub fn spawn(config: SessionConfig) -> SessionHandle {
         scope: None,
         subagents: Some(subagents),
         sub: None,
+        usage: None,
     };
     tokio::spawn(async move {
         while let Some(text) = turn_rx.recv().await {
@@ -213,7 +214,11 @@ pub fn spawn(config: SessionConfig) -> SessionHandle {
             *current_cancel.lock().unwrap_or_else(|e| e.into_inner()) = cancel.clone();
             agent.events.emit(Event::TurnStarted);
             let (end, steps) = agent.run_turn(text, &cancel).await;
-            agent.events.emit(Event::TurnFinished { end, steps });
+            agent.events.emit(Event::TurnFinished {
+                end,
+                steps,
+                usage: agent.usage,
+            });
         }
         // The session owns its extensions: MCP servers stop before the session says it closed.
         if let Some(ext) = extensions.lock().await.take() {

@@ -140,11 +140,15 @@ impl SubAgents {
             scope: Some(Arc::new(scope)),
             subagents: None,
             sub: Some(n),
+            usage: None,
         };
         let (end, steps) = agent.run_turn(args.prompt.clone(), &call.ctx.cancel).await;
         let result = match &end {
             TurnEnd::Done { answer } if answer.trim().is_empty() => Ok("(the sub-agent ended without a report)".into()),
             TurnEnd::Done { answer } => Ok(answer.clone()),
+            TurnEnd::Truncated { answer } => Ok(format!(
+                "{answer}\n[the sub-agent's report was cut at the model's output limit; it may be incomplete]"
+            )),
             // A5: it returns what it has, with a note that it stopped at the limit.
             TurnEnd::MaxSteps { limit } => {
                 let so_far = last_assistant_text(&agent.history);

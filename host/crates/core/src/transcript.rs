@@ -57,7 +57,8 @@ impl Redactor {
             Value::Object(o) => {
                 let mut m = Map::new();
                 for (k, x) in o {
-                    let x = if is_secret_key(k) && !x.is_null() {
+                    // A count (`output_tokens`) or a flag is never a credential; text and objects are.
+                    let x = if is_secret_key(k) && !(x.is_null() || x.is_number() || x.is_boolean()) {
                         Value::String(REDACTED.into())
                     } else {
                         self.value_with(x, known)
@@ -144,6 +145,9 @@ pub enum Record {
     TurnEnd {
         reason: String,
         steps: u32,
+        /// Tokens the server reported for the turn.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        usage: Option<cst_protocol::TokenUsage>,
     },
     /// A sub-agent's last lines: what went back to its parent.
     Report {
@@ -365,11 +369,12 @@ impl TranscriptSink {
             Event::Error { message } => t.write(&Record::Error {
                 message: message.clone(),
             }),
-            Event::TurnFinished { end, steps } => {
+            Event::TurnFinished { end, steps, usage } => {
                 st.last_end = Some(end.as_str().into());
                 t.write(&Record::TurnEnd {
                     reason: end.as_str().into(),
                     steps: *steps,
+                    usage: *usage,
                 });
             }
             Event::SessionClosed => t.close(st.last_end.as_deref().unwrap_or("no turn")),

@@ -23,7 +23,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub const SCHEMA_ID: &str = "https://cst-agent.dev/schemas/headless-events-v1.json";
 
 /// The values of `status` in `turn.finished` and `subagent.finished` ([`TurnEnd::as_str`]).
-pub const TURN_STATUSES: [&str; 4] = ["done", "max_steps", "cancelled", "error"];
+pub const TURN_STATUSES: [&str; 5] = ["done", "max_steps", "cancelled", "error", "length"];
 
 /// The values of `outcome` in `tool.finished` ([`crate::Outcome::as_str`]).
 pub const TOOL_OUTCOMES: [&str; 5] = ["ok", "error", "denied", "timeout", "cancelled"];
@@ -150,7 +150,7 @@ pub enum HeadlessEvent {
         status: String,
         /// Model calls made in the turn.
         steps: u32,
-        /// The final answer (when `status` is `done`).
+        /// The final answer (when `status` is `done`, or `length`: cut at the output limit).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[schemars(with = "String")]
         answer: Option<String>,
@@ -158,6 +158,10 @@ pub enum HeadlessEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[schemars(with = "String")]
         error: Option<String>,
+        /// Tokens the model server reported for the turn (absent when it reported none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(with = "crate::TokenUsage")]
+        usage: Option<crate::TokenUsage>,
     },
 }
 
@@ -224,9 +228,9 @@ impl HeadlessEvent {
                 message: message.clone(),
                 subagent: None,
             },
-            Event::TurnFinished { end, steps } => {
+            Event::TurnFinished { end, steps, usage } => {
                 let (answer, error) = match end {
-                    TurnEnd::Done { answer } => (Some(answer.clone()), None),
+                    TurnEnd::Done { answer } | TurnEnd::Truncated { answer } => (Some(answer.clone()), None),
                     TurnEnd::Failed { message } => (None, Some(message.clone())),
                     TurnEnd::MaxSteps { .. } | TurnEnd::Cancelled => (None, None),
                 };
@@ -235,6 +239,7 @@ impl HeadlessEvent {
                     steps: *steps,
                     answer,
                     error,
+                    usage: *usage,
                 }
             }
             Event::SubAgentStarted {
@@ -411,6 +416,7 @@ mod tests {
             TurnEnd::MaxSteps { limit: 3 },
             TurnEnd::Cancelled,
             TurnEnd::Failed { message: "401".into() },
+            TurnEnd::Truncated { answer: "half".into() },
         ]
         .into_iter()
         .enumerate()
@@ -422,7 +428,15 @@ mod tests {
                 steps: i as u32,
                 report: "r".into(),
             });
-            evs.push(Event::TurnFinished { end, steps: i as u32 });
+            let usage = (i % 2 == 0).then_some(crate::TokenUsage {
+                input_tokens: 1200,
+                output_tokens: 34,
+            });
+            evs.push(Event::TurnFinished {
+                end,
+                steps: i as u32,
+                usage,
+            });
         }
         for outcome in [
             Outcome::Ok,
@@ -540,14 +554,27 @@ mod tests {
         assert_eq!(
             l(&Event::TurnFinished {
                 end: TurnEnd::Done { answer: "hi".into() },
-                steps: 2
+                steps: 2,
+                usage: None,
             }),
             r#"{"answer":"hi","status":"done","steps":2,"type":"turn.finished"}"#
         );
         assert_eq!(
             l(&Event::TurnFinished {
+                end: TurnEnd::Truncated { answer: "h".into() },
+                steps: 1,
+                usage: Some(crate::TokenUsage {
+                    input_tokens: 10,
+                    output_tokens: 4096,
+                }),
+            }),
+            r#"{"answer":"h","status":"length","steps":1,"type":"turn.finished","usage":{"input_tokens":10,"output_tokens":4096}}"#
+        );
+        assert_eq!(
+            l(&Event::TurnFinished {
                 end: TurnEnd::Cancelled,
-                steps: 0
+                steps: 0,
+                usage: None,
             }),
             r#"{"status":"cancelled","steps":0,"type":"turn.finished"}"#
         );
@@ -627,6 +654,7 @@ mod tests {
                 Event::TurnFinished {
                     end: TurnEnd::Cancelled,
                     steps: 1,
+                    usage: None,
                 },
             ),
         ];
@@ -639,7 +667,11 @@ mod tests {
     fn statuses_and_outcomes_are_the_schemas() {
         // Exhaustive matches: a new `TurnEnd` or `Outcome` does not compile until it is listed.
         let turn_end = |e: &TurnEnd| match e {
-            TurnEnd::Done { .. } | TurnEnd::MaxSteps { .. } | TurnEnd::Cancelled | TurnEnd::Failed { .. } => e.as_str(),
+            TurnEnd::Done { .. }
+            | TurnEnd::MaxSteps { .. }
+            | TurnEnd::Cancelled
+            | TurnEnd::Failed { .. }
+            | TurnEnd::Truncated { .. } => e.as_str(),
         };
         let outcome = |o: Outcome| match o {
             Outcome::Ok | Outcome::Error | Outcome::Denied | Outcome::TimedOut | Outcome::Cancelled => o.as_str(),
@@ -649,6 +681,7 @@ mod tests {
             TurnEnd::MaxSteps { limit: 1 },
             TurnEnd::Cancelled,
             TurnEnd::Failed { message: String::new() },
+            TurnEnd::Truncated { answer: String::new() },
         ];
         let statuses: Vec<&str> = ends.iter().map(turn_end).collect();
         assert_eq!(statuses, TURN_STATUSES);

@@ -301,16 +301,40 @@ pub enum TurnEnd {
     Failed {
         message: String,
     },
+    /// The model's final answer was cut at its output limit (`finish_reason: "length"`): what it
+    /// wrote, which may be incomplete.
+    Truncated {
+        answer: String,
+    },
+}
+
+/// Tokens the model server reported for a turn (`usage` of each reply, summed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TokenUsage {
+    /// Prompt tokens, summed over the turn's model calls.
+    pub input_tokens: u64,
+    /// Completion tokens, summed over the turn's model calls.
+    pub output_tokens: u64,
+}
+
+impl TokenUsage {
+    pub fn add(&mut self, other: TokenUsage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+    }
 }
 
 impl TurnEnd {
-    /// `done`, `max_steps`, `cancelled`, `error` — as transcripts and `exec --json` name it.
+    /// `done`, `max_steps`, `cancelled`, `error`, `length` — as transcripts and `exec --json`
+    /// name it.
     pub fn as_str(&self) -> &'static str {
         match self {
             TurnEnd::Done { .. } => "done",
             TurnEnd::MaxSteps { .. } => "max_steps",
             TurnEnd::Cancelled => "cancelled",
             TurnEnd::Failed { .. } => "error",
+            TurnEnd::Truncated { .. } => "length",
         }
     }
 }
@@ -392,6 +416,8 @@ pub enum Event {
     TurnFinished {
         end: TurnEnd,
         steps: u32,
+        /// `None` when the server reported no usage.
+        usage: Option<TokenUsage>,
     },
     /// A `task` call started sub-agent `n` (numbered from 1 in the session, as its `sub-N.jsonl`).
     SubAgentStarted {

@@ -79,6 +79,8 @@ pub struct AssistantTurn {
     pub finish_reason: Option<String>,
     /// Thinking text, when the server streamed any.
     pub reasoning: Option<Reasoning>,
+    /// Tokens of this call, when the server reported them.
+    pub usage: Option<cst_protocol::TokenUsage>,
 }
 
 /// Thinking text and the delta field it came in (`reasoning_content` or `reasoning`).
@@ -194,6 +196,9 @@ impl ModelClient {
             "model": self.config.name,
             "messages": messages,
             "stream": true,
+            // Token counts in a last chunk (OpenAI, vLLM, Ollama, llama.cpp's server; others
+            // ignore it).
+            "stream_options": {"include_usage": true},
         });
         // Thinking goes back only within the current turn (after the last user message), as
         // DeepSeek asks; older turns' thinking is dropped to keep requests small.

@@ -56,6 +56,7 @@ pub struct Accumulator {
     /// OpenRouter do) and the field it came in, to send it back the same way.
     reasoning: String,
     reasoning_field: Option<&'static str>,
+    usage: Option<cst_protocol::TokenUsage>,
     calls: Vec<PartialCall>,
     /// The call each stream `index` currently fills. Older Ollama and litellm stream parallel
     /// calls all with index 0, each with its own `id`: a new id at a known index starts a call.
@@ -86,6 +87,15 @@ impl Accumulator {
                 "the server sent an error: {}",
                 msg.unwrap_or_else(|| err.to_string())
             ));
+        }
+        // With `stream_options.include_usage` the counts come in a chunk of their own (empty
+        // `choices`); some servers put them on the last chunk instead.
+        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            self.usage = Some(cst_protocol::TokenUsage {
+                input_tokens: n("prompt_tokens"),
+                output_tokens: n("completion_tokens"),
+            });
         }
         let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
             return Err(format!("a chunk has no `choices` array: {}", cut(data)));
@@ -183,6 +193,7 @@ impl Accumulator {
             tool_calls,
             finish_reason: self.finish_reason,
             reasoning,
+            usage: self.usage,
         })
     }
 }
@@ -285,6 +296,22 @@ mod tests {
             assert_eq!((r.field.as_str(), r.text.as_str()), (field, "Let me think."));
             assert_eq!(turn.text, "Hi");
         }
+    }
+
+    /// Issue 14 item 4: the usage chunk (empty `choices`) is read.
+    #[test]
+    fn usage_is_read_from_its_own_chunk() {
+        let turn = fold(concat!(
+            "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1200,\"completion_tokens\":34,\"total_tokens\":1234}}\n\n",
+        ));
+        assert_eq!(
+            turn.usage,
+            Some(cst_protocol::TokenUsage {
+                input_tokens: 1200,
+                output_tokens: 34
+            })
+        );
     }
 
     #[test]
