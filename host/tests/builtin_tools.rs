@@ -167,3 +167,65 @@ async fn run_shell_runs_through_the_process_runner() {
         .unwrap_err();
     assert!(matches!(err, CallError::TimedOut { .. }), "{err:?}");
 }
+
+/// Issue 14 item 13: `list` and `grep` leave out what `.gitignore` files say (at the root and
+/// in sub-folders, `!` re-includes honoured, also when the walk starts below the root) and our
+/// own transcripts under `.agent/sessions`.
+#[tokio::test]
+async fn list_and_grep_honour_gitignore_and_skip_transcripts() {
+    let (ws, reg) = setup(ToolsProfile::Default);
+    let c = ctx(&ws, Some(ApprovalMode::Auto));
+    let root = ws.path();
+    let write = |rel: &str, text: &str| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write(".gitignore", "target/\nnode_modules/\n*.log\n!keep.log\n");
+    write("src/.gitignore", "generated.rs\n");
+    write("src/main.rs", "fn main() { needle(); }\n");
+    write("src/generated.rs", "needle\n");
+    write("src/sub/lib.rs", "needle\n");
+    write("src/sub/debug.log", "needle\n");
+    write("keep.log", "needle\n");
+    write("target/debug/out.txt", "needle\n");
+    write("node_modules/pkg/index.js", "needle\n");
+    write(".agent/sessions/s1/main.jsonl", "needle\n");
+    write(".agent/skills/s/SKILL.md", "needle\n");
+
+    let listed = reg.call("list", json!({}), &c).await.unwrap();
+    for shown in ["src/main.rs", "src/sub/lib.rs", "keep.log", ".agent/skills/s/SKILL.md"] {
+        assert!(listed.lines().any(|l| l.ends_with(shown)), "{shown} missing:\n{listed}");
+    }
+    for hidden in [
+        "target",
+        "node_modules",
+        "generated.rs",
+        "debug.log",
+        "sessions",
+        "main.jsonl",
+    ] {
+        assert!(!listed.contains(hidden), "{hidden} listed:\n{listed}");
+    }
+
+    let found = reg.call("grep", json!({"pattern": "needle"}), &c).await.unwrap();
+    let files: Vec<&str> = found.lines().filter_map(|l| l.split(':').next()).collect();
+    for hidden in ["target", "node_modules", "generated.rs", "debug.log", "main.jsonl"] {
+        assert!(files.iter().all(|f| !f.contains(hidden)), "{hidden} searched:\n{found}");
+    }
+    assert!(files.iter().any(|f| f.ends_with("src/sub/lib.rs")), "{found}");
+    assert!(files.iter().any(|f| f.ends_with("keep.log")), "{found}");
+
+    // Starting below the root, the root's rules still hold.
+    let below = reg
+        .call("grep", json!({"pattern": "needle", "path": "src/sub"}), &c)
+        .await
+        .unwrap();
+    assert!(below.contains("lib.rs") && !below.contains("debug.log"), "{below}");
+    // A path named explicitly is searched even when ignored.
+    let explicit = reg
+        .call("grep", json!({"pattern": "needle", "path": "target/debug"}), &c)
+        .await
+        .unwrap();
+    assert!(explicit.contains("out.txt"), "{explicit}");
+}

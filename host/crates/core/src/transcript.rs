@@ -57,8 +57,7 @@ impl Redactor {
             Value::Object(o) => {
                 let mut m = Map::new();
                 for (k, x) in o {
-                    // A count (`output_tokens`) or a flag is never a credential; text and objects are.
-                    let x = if is_secret_key(k) && !(x.is_null() || x.is_number() || x.is_boolean()) {
+                    let x = if is_secret_key(k) && !x.is_null() {
                         Value::String(REDACTED.into())
                     } else {
                         self.value_with(x, known)
@@ -75,6 +74,10 @@ impl Redactor {
 /// Whether an argument name looks like it holds a credential.
 pub fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase().replace(['-', '_'], "");
+    // Counts of tokens (`output_tokens`, `max_tokens`) are not credentials.
+    if k.ends_with("tokens") {
+        return false;
+    }
     [
         "apikey",
         "token",
@@ -422,6 +425,11 @@ mod tests {
         assert_eq!(v["api_key"], REDACTED);
         assert_eq!(v["nested"]["Auth-Token"], REDACTED);
         assert_eq!(v["cmd"], "curl -H [REDACTED] abc");
+        let counts = r.value(&json!({"usage": {"input_tokens": 12, "output_tokens": 3}, "max_tokens": 9}));
+        assert_eq!(
+            counts,
+            json!({"usage": {"input_tokens": 12, "output_tokens": 3}, "max_tokens": 9})
+        );
     }
 
     #[test]

@@ -250,18 +250,98 @@ struct Entry<'a> {
     is_file: bool,
 }
 
-/// Walk the tree under `base` through handles, sorted by name, `.git` skipped, symlinks not
-/// followed (a folder swapped for a symlink while walking cannot lead outside `base`).
-/// `visit` returns false to stop.
-fn walk(base: &Dir, rel: &Path, visit: &mut dyn FnMut(Entry<'_>) -> bool) -> bool {
+/// What a walk leaves out besides `.git`: what the `.gitignore` files say (issue 14 item 13:
+/// `target/`, `node_modules/`), and the session transcripts under `.agent/sessions`.
+struct Ignores {
+    /// One matcher per folder with a `.gitignore`, outermost first, rooted at its folder's full
+    /// path.
+    stack: Vec<ignore::gitignore::Gitignore>,
+    /// `<workspace>/.agent/sessions`: our own transcripts are never search results.
+    sessions: std::path::PathBuf,
+}
+
+/// Largest `.gitignore` read; a bigger one is left out.
+const MAX_GITIGNORE: u64 = 256 * 1024;
+
+impl Ignores {
+    /// The rules of the folders from the workspace down to the walk's base (not the base
+    /// itself: the walk reads that). Only when the base is reached through the workspace's
+    /// handle (confined); in `full` mode the base's own `.gitignore` files still count.
+    fn for_walk(scope: &Scope, at: &super::Beneath) -> Self {
+        let mut me = Self {
+            stack: Vec::new(),
+            sessions: scope.workspace.join(".agent").join("sessions"),
+        };
+        if scope.confined && at.rel != Path::new(".") {
+            let mut rel = std::path::PathBuf::new();
+            me.push_from(&at.dir, &scope.workspace);
+            let parents: Vec<_> = at.rel.components().collect();
+            for c in &parents[..parents.len().saturating_sub(1)] {
+                rel.push(c);
+                if let Ok(d) = at.dir.open_dir(&rel) {
+                    me.push_from(&d, &scope.workspace.join(&rel));
+                }
+            }
+        }
+        me
+    }
+
+    /// Add the `.gitignore` of `dir` (whose full path is `full`), if it has a readable one.
+    /// Returns whether it did (the caller pops it when leaving the folder).
+    fn push_from(&mut self, dir: &Dir, full: &Path) -> bool {
+        let Some(file) = open_for_grep(dir, OsStr::new(".gitignore")) else {
+            return false;
+        };
+        let Ok(Some(bytes)) = read_capped(file, MAX_GITIGNORE) else {
+            return false;
+        };
+        let mut b = ignore::gitignore::GitignoreBuilder::new(full);
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            // A bad line is skipped, as git does.
+            let _ = b.add_line(None, line);
+        }
+        match b.build() {
+            Ok(gi) => {
+                self.stack.push(gi);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn ignored(&self, full: &Path, is_dir: bool) -> bool {
+        if is_dir && full == self.sessions {
+            return true;
+        }
+        for gi in self.stack.iter().rev() {
+            match gi.matched(full, is_dir) {
+                ignore::Match::Ignore(_) => return true,
+                ignore::Match::Whitelist(_) => return false,
+                ignore::Match::None => {}
+            }
+        }
+        false
+    }
+}
+
+/// Walk the tree under `base` (full path `full`) through handles, sorted by name, `.git` and
+/// what [`Ignores`] says skipped, symlinks not followed (a folder swapped for a symlink while
+/// walking cannot lead outside `base`). `visit` returns false to stop.
+fn walk(base: &Dir, full: &Path, rel: &Path, ignores: &mut Ignores, visit: &mut dyn FnMut(Entry<'_>) -> bool) -> bool {
     let Ok(entries) = base.entries() else { return true };
+    let pushed = ignores.push_from(base, full);
     let mut names: Vec<_> = entries
         .filter_map(Result::ok)
         .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
         .collect();
     names.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut go_on = true;
     for (name, ty) in names {
         if name == ".git" {
+            continue;
+        }
+        let child_full = full.join(&name);
+        if ignores.ignored(&child_full, ty.is_dir()) {
             continue;
         }
         let child = rel.join(&name);
@@ -273,17 +353,22 @@ fn walk(base: &Dir, rel: &Path, visit: &mut dyn FnMut(Entry<'_>) -> bool) -> boo
             is_file: ty.is_file(),
         };
         if !visit(entry) {
-            return false;
+            go_on = false;
+            break;
         }
         if ty.is_dir() {
             if let Ok(sub) = base.open_dir(&name) {
-                if !walk(&sub, &child, visit) {
-                    return false;
+                if !walk(&sub, &child_full, &child, ignores, visit) {
+                    go_on = false;
+                    break;
                 }
             }
         }
     }
-    true
+    if pushed {
+        ignores.stack.pop();
+    }
+    go_on
 }
 
 pub fn list(scope: &Scope, args: &Value) -> Result<String, Failure> {
@@ -296,9 +381,10 @@ pub fn list(scope: &Scope, args: &Value) -> Result<String, Failure> {
         .map_err(|e| fail(&format!("bad glob `{pattern}`: {e}")))?
         .compile_matcher();
     let base = at.dir.open_dir(&at.rel).map_err(|e| io_fail("list", base_arg, e))?;
+    let mut ignores = Ignores::for_walk(scope, &at);
     let mut out = Vec::new();
     let mut more = 0usize;
-    walk(&base, Path::new(""), &mut |e| {
+    walk(&base, &at.full, Path::new(""), &mut ignores, &mut |e| {
         if !glob.is_match(e.rel) {
             return true;
         }
@@ -381,7 +467,8 @@ pub fn grep(scope: &Scope, args: &Value) -> Result<String, Failure> {
     };
     match at.dir.open_dir(&at.rel) {
         Ok(base) => {
-            walk(&base, Path::new(""), &mut |e| {
+            let mut ignores = Ignores::for_walk(scope, &at);
+            walk(&base, &at.full, Path::new(""), &mut ignores, &mut |e| {
                 !e.is_file || search(e.dir, e.name, &at.full.join(e.rel))
             });
         }
