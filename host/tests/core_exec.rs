@@ -635,3 +635,45 @@ fn writes_to_the_host_config_always_ask_and_headless_refuses_them() {
     assert!(text(&o.stdout).contains("0 MCP servers"), "{}", text(&o.stdout));
     assert!(!marker.exists());
 }
+
+/// S6 in `exec` (issue 14 item 11): `/skill NAME message` sends the skill's instructions with
+/// the message; an unknown skill fails the turn with a clear error.
+#[test]
+fn skill_command_in_exec() {
+    let server = ScriptedServer::start(vec![Reply::text("Filled.")]);
+    let f = Fixture::new(&server);
+    let dir = f.ws.path().join(".agent/skills/pdf-forms");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: pdf-forms\ndescription: Fill PDF forms.\n---\n1. List the fields.\n",
+    )
+    .unwrap();
+    let out = f.run(&["exec", "/skill pdf-forms fill a.pdf"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let user = server.requests()[0]
+        .messages()
+        .into_iter()
+        .find(|m| m["role"] == "user")
+        .unwrap();
+    let content = user["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("<skill name=\"pdf-forms\"")
+            && content.contains("1. List the fields.")
+            && content.ends_with("fill a.pdf"),
+        "{content}"
+    );
+    server.finish();
+
+    let server = ScriptedServer::start(vec![]);
+    let f = Fixture::new(&server);
+    let out = f.run(&["exec", "/skill nope hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no skill named `nope`"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(server.request_count(), 0);
+    server.finish_allow_unused();
+}

@@ -271,3 +271,45 @@ fn e1_minimal_profile_has_no_skills_or_skill_tool() {
         .iter()
         .all(|s| s.source.kind == cst_agent::tools::SourceKind::Builtin));
 }
+
+/// Issue 14 item 11, with skills in the public Agent Skills shape: `.agents/skills` (where Codex
+/// and `npx skills` install) is read; a long description keeps its "use when…" clause; a skill
+/// with `disable-model-invocation: true` is out of the index and refused by the `skill` tool but
+/// still runs with `/skill`.
+#[tokio::test]
+async fn agents_skills_when_clauses_and_user_only_skills() {
+    let env = Env::in_process();
+    // Anthropic's public `pdf` skill describes itself like this (the "When Claude needs…" clause
+    // is what an agent chooses by).
+    let pdf = "Comprehensive PDF manipulation toolkit for extracting text and tables, creating new PDFs, \
+               merging/splitting documents, handling forms, rotating pages, adding watermarks, encrypting and \
+               decrypting files, and converting pages to images with full control over resolution. When Claude \
+               needs to fill in a PDF form or programmatically process, generate, or analyze PDF documents at scale.";
+    skill(
+        &env.ws.join(".agents/skills"),
+        "pdf",
+        &format!("---\nname: pdf\ndescription: {pdf}\nlicense: Proprietary\n---\n# PDF\n"),
+    );
+    skill(
+        &env.ws.join(".agents/skills"),
+        "deploy",
+        "---\nname: deploy\ndescription: Deploy to production.\ndisable-model-invocation: true\n---\nRun ./deploy.sh\n",
+    );
+    let l = discovery::load(&env.opts());
+    assert!(l.skills.iter().any(|s| s.name == "pdf"), "{:?}", warnings_text(&l));
+    let index = cst_agent::skills::render_index(&l.skills).text;
+    let line = index
+        .lines()
+        .find(|l| l.starts_with("- pdf: "))
+        .expect("pdf in the index");
+    assert!(line.contains("When Claude needs to fill in a PDF form"), "{line}");
+    assert!(line.starts_with("- pdf: Comprehensive PDF manipulation"), "{line}");
+    assert!(line.len() < pdf.len(), "still shortened: {line}");
+    assert!(!index.contains("deploy"), "{index}");
+    let refused = call(&l, &env, json!({"name": "deploy"})).await.unwrap_err();
+    assert!(refused.to_string().contains("/skill deploy"), "{refused}");
+    let msg = cst_agent::skills::expand_skill_command("/skill deploy now", &l.skills)
+        .unwrap()
+        .unwrap();
+    assert!(msg.contains("Run ./deploy.sh") && msg.ends_with("now"), "{msg}");
+}

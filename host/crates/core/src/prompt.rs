@@ -128,6 +128,7 @@ mod tests {
             description: "Fill PDF forms".into(),
             dir: ws.path().into(),
             file: ws.path().join("SKILL.md"),
+            model_invocable: true,
         }];
         let roles = RoleSet::default();
         let p = system_prompt(&context(ws.path(), &skills), &roles);

@@ -21,7 +21,7 @@ use crate::session_extensions::SessionExtensions;
 use crate::transcript::{Record, Redactor, Transcript, TranscriptOf, TranscriptSink};
 use crate::{prompt, subagent};
 use cst_extensions::subagents::RoleSet;
-use cst_protocol::{Diagnostic, DiagnosticKind, Event, Op, ReloadSummary};
+use cst_protocol::{Diagnostic, DiagnosticKind, Event, Op, ReloadSummary, TurnEnd};
 use cst_registry::question::Questions;
 use cst_registry::Registry;
 
@@ -213,6 +213,21 @@ pub fn spawn(config: SessionConfig) -> SessionHandle {
             let cancel = CancellationToken::new();
             *current_cancel.lock().unwrap_or_else(|e| e.into_inner()) = cancel.clone();
             agent.events.emit(Event::TurnStarted);
+            // S6: `/skill NAME message` puts the skill's instructions into the message.
+            let text = match expand_skill(&extensions, text).await {
+                Ok(text) => text,
+                Err(message) => {
+                    agent.events.emit(Event::Error {
+                        message: message.clone(),
+                    });
+                    agent.events.emit(Event::TurnFinished {
+                        end: TurnEnd::Failed { message },
+                        steps: 0,
+                        usage: None,
+                    });
+                    continue;
+                }
+            };
             let (end, steps) = agent.run_turn(text, &cancel).await;
             agent.events.emit(Event::TurnFinished {
                 end,
@@ -334,5 +349,26 @@ impl Router {
         if let Some(q) = &self.questions {
             q.cancel_pending();
         }
+    }
+}
+
+/// A user message that is a `/skill NAME message` command, expanded with the session's current
+/// skills (S6); any other message as it is. `Err` names an unknown skill or a bad command.
+async fn expand_skill(
+    extensions: &tokio::sync::Mutex<Option<SessionExtensions>>,
+    text: String,
+) -> Result<String, String> {
+    if !text.starts_with("/skill") {
+        return Ok(text);
+    }
+    let skills = extensions
+        .lock()
+        .await
+        .as_ref()
+        .map(|e| e.loaded.skills.clone())
+        .unwrap_or_default();
+    match cst_extensions::skills::expand_skill_command(&text, &skills) {
+        None => Ok(text),
+        Some(expanded) => expanded,
     }
 }

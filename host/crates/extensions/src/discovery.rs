@@ -2,7 +2,7 @@
 //!
 //! | where | what | when |
 //! |---|---|---|
-//! | `<ws>/.agent/skills/*/SKILL.md`, `<ws>/.claude/skills/*/SKILL.md` | skills | always |
+//! | `<ws>/.agent/skills/*/SKILL.md`, `<ws>/.agents/skills/*/SKILL.md`, `<ws>/.claude/skills/*/SKILL.md` | skills | always |
 //! | `<config>/skills/*/SKILL.md` | skills | always |
 //! | `<ws>/.agent/plugins/*/plugin.json` | plugins | only when the workspace is trusted |
 //! | `<config>/plugins/*/plugin.json` | plugins | always |
@@ -368,7 +368,12 @@ pub fn server_names(source: &McpSource) -> Vec<String> {
 /// Skills (E3, T3: trust does not matter), plugin skills after them, the `skill` tool, the index.
 fn load_skills_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<Diagnostic>) {
     let ws = &opts.workspace;
-    let mut roots = vec![ws.join(".agent").join("skills"), ws.join(".claude").join("skills")];
+    // `.agents/skills` is where Codex and `npx skills` install a project's skills.
+    let mut roots = vec![
+        ws.join(".agent").join("skills"),
+        ws.join(".agents").join("skills"),
+        ws.join(".claude").join("skills"),
+    ];
     if let Some(c) = config_dir(warnings) {
         roots.push(c.join("skills"));
     }

@@ -21,6 +21,9 @@ pub struct Skill {
     pub dir: PathBuf,
     /// Its SKILL.md.
     pub file: PathBuf,
+    /// `false` with `disable-model-invocation: true`: left out of the index and refused by the
+    /// `skill` tool; only a person runs it (`/skill NAME message`).
+    pub model_invocable: bool,
 }
 
 /// The index for the system prompt (S3) and the skills that did not fit.
@@ -45,7 +48,12 @@ pub const MAX_INDEX_DESCRIPTION_BYTES: usize = 256;
 /// it, is left out (so the index is always a prefix of the list). Left-out skills can still be
 /// loaded with `skill(name)`; the caller warns about each one.
 pub fn render_index(skills: &[Skill]) -> SkillIndex {
-    render_named_index(skills.iter().map(|s| (s.name.as_str(), s.description.as_str())))
+    render_named_index(
+        skills
+            .iter()
+            .filter(|s| s.model_invocable)
+            .map(|s| (s.name.as_str(), s.description.as_str())),
+    )
 }
 
 /// The same rule for any `(name, description)` list (the sub-agent role index uses it too).
@@ -57,7 +65,7 @@ pub fn render_named_index<'a>(items: impl IntoIterator<Item = (&'a str, &'a str)
             left_out.push(name.to_string());
             continue;
         }
-        let line = format!("- {}: {}\n", name, cut(description, MAX_INDEX_DESCRIPTION_BYTES));
+        let line = format!("- {}: {}\n", name, shorten(description));
         if text.len() + line.len() > MAX_INDEX_BYTES {
             left_out.push(name.to_string());
         } else {
@@ -65,6 +73,50 @@ pub fn render_named_index<'a>(items: impl IntoIterator<Item = (&'a str, &'a str)
         }
     }
     SkillIndex { text, left_out }
+}
+
+/// Where a description says when to use the skill ("Use when…", "Use this skill when…",
+/// "When Claude needs to…"): the part an agent chooses by, kept when the rest is cut.
+const WHEN_CLAUSES: [&str; 7] = [
+    "use when",
+    "use this when",
+    "use this skill when",
+    "use it when",
+    "when claude needs",
+    "when the user",
+    "use for",
+];
+
+/// Room for a kept "use when…" clause, beyond [`MAX_INDEX_DESCRIPTION_BYTES`] for the rest.
+const MAX_WHEN_CLAUSE_BYTES: usize = 256;
+
+/// A description for the index: whole when it fits in [`MAX_INDEX_DESCRIPTION_BYTES`]; else the
+/// start cut to fit and the "use when…" clause kept (itself cut at [`MAX_WHEN_CLAUSE_BYTES`]),
+/// so the index still says when to use each skill (13 of Anthropic's 17 public skills lost it
+/// to a plain cut). The whole index stays within S3's 4096 bytes.
+fn shorten(description: &str) -> String {
+    if description.len() <= MAX_INDEX_DESCRIPTION_BYTES {
+        return description.to_string();
+    }
+    let lower = description.to_ascii_lowercase();
+    let when = WHEN_CLAUSES
+        .iter()
+        .filter_map(|c| lower.find(c))
+        .filter(|at| *at > 0)
+        .min();
+    match when {
+        Some(at) => {
+            let (head, clause) = description.split_at(at);
+            let head = head.trim_end();
+            let head = if head.len() <= MAX_INDEX_DESCRIPTION_BYTES / 2 {
+                head.to_string()
+            } else {
+                cut(head, MAX_INDEX_DESCRIPTION_BYTES / 2)
+            };
+            format!("{head} {}", cut(clause, MAX_WHEN_CLAUSE_BYTES))
+        }
+        None => cut(description, MAX_INDEX_DESCRIPTION_BYTES),
+    }
 }
 
 fn cut(s: &str, max: usize) -> String {
@@ -84,6 +136,8 @@ struct Frontmatter {
     name: Option<String>,
     #[serde(default)]
     description: Option<String>,
+    #[serde(default, rename = "disable-model-invocation")]
+    disable_model_invocation: bool,
 }
 
 /// A SKILL.md split into frontmatter text (if any) and body.
@@ -144,6 +198,7 @@ pub fn parse_skill(dir: &Path, file: &Path, text: &str, warnings: &mut Vec<Diagn
         description,
         dir: dir.to_path_buf(),
         file: file.to_path_buf(),
+        model_invocable: !fm.disable_model_invocation,
     }
 }
 
@@ -334,6 +389,14 @@ impl ToolRunner for SkillTool {
                 exit_code: None,
             };
             let skill = skill.ok_or_else(|| fail(SkillFileError::UnknownSkill(name.to_string())))?;
+            if !skill.model_invocable {
+                return Err(Failure::Failed {
+                    message: format!(
+                        "skill `{name}` is for the user only (disable-model-invocation); it is run with `/skill {name}`"
+                    ),
+                    exit_code: None,
+                });
+            }
             match file {
                 Some(f) => read_skill_file(&skill, f).map_err(fail),
                 None => skill_overview(&skill).map_err(fail),
