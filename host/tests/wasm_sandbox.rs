@@ -240,6 +240,27 @@ fn cli_timeout_exit_code_and_guest_output_goes_to_the_log() {
     );
 }
 
+/// Issue 14 item 15: a call that must compile (the compile cache was emptied) says so on stderr.
+#[test]
+fn a_compile_at_a_call_prints_its_progress_line() {
+    let env = Env::new();
+    env.install(&dir_with(&env, json!({"capabilities": []})));
+    std::fs::remove_dir_all(env.cache()).unwrap();
+    let out = env
+        .cmd(&["tools", "call", "hostile_echo", "--args", r#"{"text":"warm"}"#])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("compiling ") && err.contains("hostile-test.wasm"), "{err}");
+    // Cached now: the next call is quiet.
+    let out = env
+        .cmd(&["tools", "call", "hostile_echo", "--args", r#"{"text":"warm"}"#])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("compiling"));
+}
+
 fn dir_with(env: &Env, mut manifest: Value) -> PathBuf {
     manifest["name"] = json!("hostile-test");
     manifest["wasm"] = json!("hostile-test.wasm");
@@ -328,4 +349,81 @@ async fn a_descriptor_flood_is_capped() {
         "the host's descriptors must be released after the call"
     );
     l.echo_works("a descriptor flood").await;
+}
+
+/// Issue 14 item 15: a call that finds no compiled component compiles it on the blocking pool,
+/// so the async runtime keeps running meanwhile (here a single-threaded one: a blocked thread
+/// would stop the ticker for the whole compile).
+#[tokio::test(flavor = "current_thread")]
+async fn a_cold_compile_at_a_call_does_not_block_the_runtime() {
+    use cst_agent::tools::{SourceKind, ToolSource, ToolSpec};
+    use cst_agent::wasm::{Capabilities, Limits, WasmPlugin, WasmToolRunner};
+    init_cache();
+    // The hostile component with a custom section of its own: content no test compiled before.
+    let mut bytes = std::fs::read(wasm("hostile_test")).unwrap();
+    let mut section = b"\x08cst-test".to_vec();
+    section.extend(format!("{:?}", std::time::SystemTime::now()).as_bytes());
+    assert!(section.len() < 128);
+    bytes.push(0);
+    bytes.push(section.len() as u8);
+    bytes.extend(section);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cold.wasm");
+    std::fs::write(&file, bytes).unwrap();
+    let plugin = Arc::new(WasmPlugin::new(
+        "cold",
+        file.clone(),
+        None,
+        Capabilities::default(),
+        Limits::default(),
+    ));
+    let registry = Registry::new();
+    registry
+        .register(
+            ToolSpec {
+                name: "hostile_echo".into(),
+                description: "echo".into(),
+                input_schema: json!({"type": "object"}),
+                perm: cst_agent::tools::Perm::Read,
+                source: ToolSource {
+                    kind: SourceKind::Wasm,
+                    owner: "cold".into(),
+                    file: Some(file),
+                },
+                timeout: Duration::from_secs(60),
+                confine_with: cst_agent::tools::Confinement::None,
+            },
+            Arc::new(WasmToolRunner { plugin: plugin.clone() }),
+        )
+        .unwrap();
+    let ticks = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let ticker = {
+        let ticks = ticks.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+    };
+    let started = std::time::Instant::now();
+    let ws = tempfile::tempdir().unwrap();
+    let r = registry
+        .call(
+            "hostile_echo",
+            json!({"text": "cold"}),
+            &ToolContext::new(ws.path().to_path_buf()),
+        )
+        .await;
+    let took = started.elapsed();
+    ticker.abort();
+    assert_eq!(r, Ok("cold".to_string()));
+    assert!(plugin.is_loaded());
+    let n = ticks.load(std::sync::atomic::Ordering::Relaxed);
+    // One tick per 5 ms while the runtime is free (fewer on a loaded machine); a runtime blocked
+    // by the compile does not tick at all.
+    assert!(
+        n >= 3 || took < Duration::from_millis(30),
+        "the runtime stalled during the compile: {n} ticks in {took:?}"
+    );
 }

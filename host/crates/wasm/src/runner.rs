@@ -260,6 +260,11 @@ impl WasmPlugin {
         &self.name
     }
 
+    /// Whether the component is loaded and pre-linked (the next call compiles nothing).
+    pub fn is_loaded(&self) -> bool {
+        self.pre.get().is_some()
+    }
+
     /// Load (cache or compile), check the world version, and pre-link once.
     pub fn prepare(&self, progress: bool) -> Result<(), String> {
         let progress = if progress {
@@ -460,7 +465,8 @@ impl WasmPlugin {
         workspace: &Path,
         timeout: Duration,
     ) -> Result<String, Failure> {
-        let pre = self.pre_or_load(cache::Progress::Quiet).map_err(failed)?;
+        // Loaded before (on the blocking pool, see [`WasmToolRunner`]); a compile here says so.
+        let pre = self.pre_or_load(cache::Progress::Always).map_err(failed)?;
         let (mut store, out, err) = self.new_store(&self.caps, workspace, timeout).map_err(failed)?;
         let result = within_deadline(timeout, async {
             let inst = pre.instantiate_async(&mut store).await?;
@@ -512,6 +518,16 @@ impl ToolRunner for WasmToolRunner {
                 Confinement::None | Confinement::WorkspacePaths | Confinement::ProcessSandbox => {}
             }
             let args = serde_json::to_string(call.args).map_err(|e| failed(format!("cannot encode arguments: {e}")))?;
+            // The first call may compile (a cold cache: seconds for a large component), which
+            // must not block the async runtime: it runs on the blocking pool, with the
+            // "compiling…" line (issue 14 item 15).
+            if !self.plugin.is_loaded() {
+                let plugin = self.plugin.clone();
+                tokio::task::spawn_blocking(move || plugin.pre_or_load(cache::Progress::Always).map(|_| ()))
+                    .await
+                    .map_err(|e| failed(format!("loading the component failed: {e}")))?
+                    .map_err(failed)?;
+            }
             self.plugin
                 .call(&call.spec.name, &args, &call.ctx.workspace, call.spec.timeout)
                 .await
