@@ -79,7 +79,8 @@ fn manager(server: &Path, n: usize, registry: Arc<Registry>) -> McpManager {
         file: dir.join("bench-mcp.json"),
         servers: Value::Object(servers),
         cwd_base: dir.clone(),
-        default_cwd: dir,
+        default_cwd: dir.clone(),
+        workspace: dir,
         contained: false,
         origin: Origin::ConfigDir,
     };

@@ -407,3 +407,80 @@ fn third_party_server_time_pypi() {
         .success()
         .stdout(predicates::str::contains("\"timezone\"").and(predicates::str::contains("UTC")));
 }
+
+/// Issue 14 item 6: mcp.json files as VS Code (`servers`, JSONC, `${workspaceFolder}`,
+/// `${env:…}`, `${input:…}`), a Claude Code plugin's `.mcp.json` (a bare map,
+/// `${VAR:-default}`) and Gemini CLI (`httpUrl`) write them.
+#[test]
+fn mcp_json_in_the_shapes_other_clients_write() {
+    let server = test_server_str();
+    let write = |env: &Env, text: &str| std::fs::write(env.config.join("cst-agent/mcp.json"), text).unwrap();
+
+    // VS Code's .vscode/mcp.json: JSONC with comments and trailing commas, `servers`, `type`.
+    let env = env_with(json!({}));
+    write(
+        &env,
+        &format!(
+            r#"{{
+  // Servers for this machine
+  "inputs": [{{"type": "promptString", "id": "gh", "description": "GitHub token", "password": true}}],
+  "servers": {{
+    "tests": {{
+      "type": "stdio",
+      "command": "{server}",
+      "args": [],
+      "env": {{"WS": "${{workspaceFolder}}", "FROM_ENV": "${{env:CST_T_DIR}}", "CST_TEST_ENV_TOOL": "1"}}, /* trailing comma next */
+    }},
+    "github": {{"type": "stdio", "command": "{server}", "env": {{"TOKEN": "${{input:gh}}"}}}},
+  }},
+}}"#
+        ),
+    );
+    let list = list_json(agent(&env).env("CST_T_DIR", "/from/env"));
+    assert_eq!(find(&list, "tests")["status"], "ready", "{list:?}");
+    let out = agent(&env)
+        .env("CST_T_DIR", "/from/env")
+        .args(["tools", "call", "mcp__tests__env"])
+        .output()
+        .unwrap();
+    let seen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        // An `${env:…}` value is a secret the host knows: expanded, and redacted on output.
+        seen.contains(&format!("WS={}", env.workspace.display())) && seen.contains("FROM_ENV=[REDACTED]"),
+        "{seen}"
+    );
+    let github = find(&list, "github");
+    assert_eq!(github["status"], "failed", "{github}");
+    assert!(
+        github["reason"].as_str().unwrap_or_default().contains("${input:gh}")
+            && github["reason"].as_str().unwrap_or_default().contains("env.TOKEN"),
+        "{github}"
+    );
+
+    // A Claude Code plugin's .mcp.json: the servers at the top level; `${VAR:-default}`.
+    write(
+        &env,
+        &json!({"local": {"command": server, "args": [], "env": {"LEVEL": "${CST_NOT_SET_ANYWHERE:-info}"}}})
+            .to_string(),
+    );
+    let list = list_json(&mut agent(&env));
+    assert_eq!(find(&list, "local")["status"], "ready", "{list:?}");
+
+    // Gemini CLI's `httpUrl`: a remote server, named as such, not started.
+    write(
+        &env,
+        &json!({"mcpServers": {"remote": {"httpUrl": "https://example.com/mcp"}}}).to_string(),
+    );
+    let list = list_json(&mut agent(&env));
+    let remote = find(&list, "remote");
+    assert!(
+        remote["reason"].as_str().unwrap_or_default().contains("remote"),
+        "{remote}"
+    );
+
+    // None of the known keys: a warning naming the file, not a silent zero.
+    write(&env, r#"{"mcp": {"servers": {}}}"#);
+    let out = agent(&env).args(["mcp", "list"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mcp.json") && err.contains("no `mcpServers`"), "{err}");
+}

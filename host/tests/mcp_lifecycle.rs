@@ -21,6 +21,7 @@ fn start(servers: Value, ws: &Path, registry: Arc<Registry>) -> (McpManager, Vec
         servers,
         cwd_base: ws.to_path_buf(),
         default_cwd: ws.to_path_buf(),
+        workspace: ws.to_path_buf(),
         contained: false,
         origin: Origin::ConfigDir,
     };
@@ -384,6 +385,7 @@ async fn plugin_servers_run_in_the_plugin_folder() {
         servers: json!({"p": {"command": "./server-bin"}}),
         cwd_base: plugin.path().to_path_buf(),
         default_cwd: plugin.path().to_path_buf(),
+        workspace: plugin.path().to_path_buf(),
         contained: false,
         origin: Origin::Plugin("demo".into()),
     };

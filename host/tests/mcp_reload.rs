@@ -21,6 +21,7 @@ fn source(servers: Value, ws: &Path) -> McpSource {
         servers,
         cwd_base: ws.to_path_buf(),
         default_cwd: ws.to_path_buf(),
+        workspace: ws.to_path_buf(),
         contained: false,
         origin: Origin::ConfigDir,
     }

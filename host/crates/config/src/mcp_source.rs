@@ -10,7 +10,8 @@ pub enum Origin {
     Plugin(String),
 }
 
-/// One `mcpServers` object to hand to the MCP layer.
+/// One `mcpServers` object (or VS Code's `servers`, or a bare map of servers) to hand to the MCP
+/// layer.
 #[derive(Debug, Clone)]
 pub struct McpSource {
     /// The mcp.json or plugin.json it came from.
@@ -22,6 +23,8 @@ pub struct McpSource {
     pub cwd_base: PathBuf,
     /// Where a server without `cwd` runs: the workspace, or a plugin's folder (M4).
     pub default_cwd: PathBuf,
+    /// The workspace root, for `${workspaceFolder}` (whatever `cwd_base` is).
+    pub workspace: PathBuf,
     pub origin: Origin,
     /// The workspace is not trusted (T1): nothing of it may run, so discovery made `cwd_base`
     /// and `default_cwd` the source's own folder (the config dir, the plugin folder) and the

@@ -266,7 +266,14 @@ fn collect_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions, config: Option<&
     let agent = ws.join(".agent");
     let mut sources = Vec::new();
     if loaded.trusted {
-        push_mcp_json(&agent.join("mcp.json"), Origin::Workspace, ws, &mut sources, warnings);
+        push_mcp_json(
+            &agent.join("mcp.json"),
+            Origin::Workspace,
+            ws,
+            ws,
+            &mut sources,
+            warnings,
+        );
     }
     if let Some(c) = &config {
         // T1: until the workspace is trusted, the user's own servers run in the config dir, not
@@ -277,7 +284,14 @@ fn collect_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions, config: Option<&
             c.to_path_buf()
         };
         let before = sources.len();
-        push_mcp_json(&c.join("mcp.json"), Origin::ConfigDir, &base, &mut sources, warnings);
+        push_mcp_json(
+            &c.join("mcp.json"),
+            Origin::ConfigDir,
+            &base,
+            ws,
+            &mut sources,
+            warnings,
+        );
         for s in &mut sources[before..] {
             s.contained = !loaded.trusted;
         }
@@ -304,6 +318,7 @@ fn collect_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions, config: Option<&
                     p.dir.clone()
                 },
                 default_cwd: p.dir.clone(),
+                workspace: ws.to_path_buf(),
                 contained: !loaded.trusted,
                 origin: Origin::Plugin(p.name.clone()),
             });
@@ -336,9 +351,19 @@ pub fn reload_mcp_sources(loaded: &mut Loaded, opts: &LoadOptions) -> Vec<Diagno
     warnings
 }
 
-fn push_mcp_json(file: &Path, origin: Origin, ws: &Path, out: &mut Vec<McpSource>, warnings: &mut Vec<Diagnostic>) {
+fn push_mcp_json(
+    file: &Path,
+    origin: Origin,
+    ws: &Path,
+    ws_root: &Path,
+    out: &mut Vec<McpSource>,
+    warnings: &mut Vec<Diagnostic>,
+) {
     match crate::mcp::read_mcp_json(file, origin, ws) {
-        Ok(Some(source)) => out.push(source),
+        Ok(Some(mut source)) => {
+            source.workspace = ws_root.to_path_buf();
+            out.push(source)
+        }
         Ok(None) => {}
         Err(e) => warnings.push(e),
     }
@@ -640,6 +665,7 @@ mod tests {
             servers: serde_json::json!({"gh": {"command": "gh-mcp"}}),
             cwd_base: PathBuf::from("/ws"),
             default_cwd: PathBuf::from("/ws"),
+            workspace: PathBuf::from("/ws"),
             contained: false,
             origin: Origin::ConfigDir,
         };

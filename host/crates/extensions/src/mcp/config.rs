@@ -93,21 +93,53 @@ pub fn read_mcp_json(path: &Path, origin: Origin, workspace: &Path) -> Result<Op
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(broken(format!("cannot read: {e}"))),
     };
-    let value: Value = serde_json::from_str(&text).map_err(|e| broken(format!("not valid JSON: {e}")))?;
-    let servers = match value.get("mcpServers") {
-        Some(s @ Value::Object(_)) => s.clone(),
-        Some(_) => return Err(broken("`mcpServers` must be an object".into())),
-        None if value.is_object() => Value::Object(Map::new()),
-        None => return Err(broken("must be a JSON object with `mcpServers`".into())),
-    };
+    let value = parse_json_or_jsonc(&text).map_err(|e| broken(format!("not valid JSON: {e}")))?;
+    let servers = servers_of(&value).map_err(broken)?;
     Ok(Some(McpSource {
         file: path.to_path_buf(),
         servers,
         cwd_base: workspace.to_path_buf(),
         default_cwd: workspace.to_path_buf(),
+        workspace: workspace.to_path_buf(),
         contained: false,
         origin,
     }))
+}
+
+/// JSON, or else JSON with comments and trailing commas (VS Code's `mcp.json` is JSONC). The
+/// error is JSON's, which names the line and column.
+pub fn parse_json_or_jsonc(text: &str) -> Result<Value, serde_json::Error> {
+    match serde_json::from_str(text) {
+        Ok(v) => Ok(v),
+        Err(e) => match jsonc_parser::parse_to_serde_value(text, &Default::default()) {
+            Ok(Some(v)) => Ok(v),
+            _ => Err(e),
+        },
+    }
+}
+
+/// The servers of an mcp.json, in any of the shapes people have (issue 14 item 6): `mcpServers`
+/// (Claude Desktop, Cursor, Claude Code), `servers` (VS Code), or a bare `{name: {...}}` map (a
+/// Claude Code plugin's `.mcp.json`). A file with none of these is an error, not zero servers.
+pub fn servers_of(value: &Value) -> Result<Value, String> {
+    let Value::Object(top) = value else {
+        return Err("must be a JSON object with `mcpServers`".into());
+    };
+    for key in ["mcpServers", "servers"] {
+        match top.get(key) {
+            Some(s @ Value::Object(_)) => return Ok(s.clone()),
+            Some(_) => return Err(format!("`{key}` must be an object")),
+            None => {}
+        }
+    }
+    let looks_like_a_server = |v: &Value| {
+        v.as_object()
+            .is_some_and(|o| ["command", "url", "httpUrl", "type"].iter().any(|k| o.contains_key(*k)))
+    };
+    if !top.is_empty() && top.values().all(looks_like_a_server) {
+        return Ok(value.clone());
+    }
+    Err("has no `mcpServers` (or VS Code's `servers`) object, so no server is loaded from it".into())
 }
 
 /// Parse sources in precedence order. On a server-name clash the first wins (E7) and a warning
@@ -179,9 +211,18 @@ fn parse_entry(
         obj.get("type").and_then(Value::as_str),
         Some("http" | "sse" | "streamable-http" | "streamableHttp")
     );
-    if obj.contains_key("url") || remote_type {
-        return Err("mcp.json supports stdio servers only; `url` servers are not started".into());
+    // Gemini CLI names a streamable HTTP server's address `httpUrl`.
+    if obj.contains_key("url") || obj.contains_key("httpUrl") || remote_type {
+        return Err("mcp.json supports stdio servers only; `url` (remote) servers are not started".into());
     }
+    // `${workspaceFolder}` and `${userHome}` as VS Code expands them.
+    let workspace = source.workspace.to_string_lossy().into_owned();
+    let lookup = |name: &str| match name {
+        "workspaceFolder" => Some(workspace.clone()),
+        "userHome" => std::env::var("HOME").ok().or_else(|| std::env::var("USERPROFILE").ok()),
+        _ => env(name),
+    };
+    let env: &dyn Fn(&str) -> Option<String> = &lookup;
     if name.is_empty() {
         return Err("the server name is empty".into());
     }
@@ -299,37 +340,51 @@ fn secs_field(obj: &Map<String, Value>, key: &str, default: Duration) -> Result<
 }
 
 fn missing_var(var: &str, field: &str) -> String {
-    format!("environment variable `{var}` used in `{field}` is not set")
+    if var.starts_with("${") {
+        format!("`{var}` in `{field}` cannot be expanded (not a set environment variable, `${{env:NAME}}`, `${{NAME:-default}}`, `${{workspaceFolder}}` or `${{userHome}}`)")
+    } else {
+        format!("environment variable `{var}` used in `{field}` is not set")
+    }
 }
 
-/// Replace every `${NAME}` with the variable's value. A missing variable is an error naming it
-/// (never an empty string). Text that is not `${NAME}` is kept as written. Each value expanded is
-/// remembered as a secret ([`cst_config::secrets::remember_expanded`]).
+/// Replace every `${…}`: `${NAME}` and `${env:NAME}` with the variable's value, `${NAME:-default}`
+/// with the value or the default, and whatever `env` knows besides (`workspaceFolder`,
+/// `userHome`). A missing variable is an error naming it (never an empty string); so is any other
+/// `${…}` (VS Code's `${input:…}`), never passed through as text. A `$` not followed by `{…}` is
+/// kept. Each value expanded is remembered as a secret ([`cst_config::secrets::remember_expanded`]).
 pub fn expand_vars(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        match after.find('}') {
-            Some(end) if is_var_name(&after[..end]) => {
-                let name = &after[..end];
-                match env(name) {
-                    Some(v) => {
-                        // A value put into a server's env or args is a secret the host knows: it
-                        // is redacted from every output from now on.
-                        cst_config::secrets::remember_expanded(name, &v);
-                        out.push_str(&v)
-                    }
-                    None => return Err(name.to_string()),
-                }
-                rest = &after[end + 1..];
-            }
-            _ => {
-                out.push_str("${");
-                rest = after;
-            }
+        let Some(end) = after.find('}') else {
+            // No closing brace: not a reference.
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((n, d)) => (n, Some(d)),
+            None => (inner.strip_prefix("env:").unwrap_or(inner), None),
+        };
+        if !is_var_name(name) {
+            return Err(format!("${{{inner}}}"));
         }
+        match (env(name), default) {
+            (Some(v), _) if !(v.is_empty() && default.is_some()) => {
+                // A value put into a server's env or args is a secret the host knows: it is
+                // redacted from every output from now on (the two folders VS Code names are not).
+                if !matches!(name, "workspaceFolder" | "userHome") {
+                    cst_config::secrets::remember_expanded(name, &v);
+                }
+                out.push_str(&v)
+            }
+            (_, Some(d)) => out.push_str(d),
+            (None, None) => return Err(name.to_string()),
+            (Some(_), None) => {}
+        }
+        rest = &after[end + 1..];
     }
     out.push_str(rest);
     Ok(out)
@@ -365,6 +420,7 @@ mod tests {
             servers,
             cwd_base: PathBuf::from("/ws"),
             default_cwd: PathBuf::from("/ws"),
+            workspace: PathBuf::from("/ws"),
             contained: false,
             origin,
         }
@@ -374,11 +430,43 @@ mod tests {
     fn expands_and_reports_missing_vars() {
         assert_eq!(expand_vars("a ${TOKEN} b", &env).unwrap(), "a s3cret b");
         assert_eq!(expand_vars("${EMPTY}x", &env).unwrap(), "x");
-        assert_eq!(
-            expand_vars("$HOME ${ not a var} ${", &env).unwrap(),
-            "$HOME ${ not a var} ${"
-        );
+        assert_eq!(expand_vars("$HOME ${", &env).unwrap(), "$HOME ${");
         assert_eq!(expand_vars("${NOPE}", &env).unwrap_err(), "NOPE");
+        // Issue 14 item 6: the forms VS Code, Cursor and Claude Code write.
+        assert_eq!(expand_vars("${env:TOKEN}", &env).unwrap(), "s3cret");
+        assert_eq!(expand_vars("${NOPE:-fallback}/x", &env).unwrap(), "fallback/x");
+        assert_eq!(expand_vars("${TOKEN:-fallback}", &env).unwrap(), "s3cret");
+        assert_eq!(expand_vars("${EMPTY:-fallback}", &env).unwrap(), "fallback");
+        assert_eq!(
+            expand_vars("${input:github_token}", &env).unwrap_err(),
+            "${input:github_token}"
+        );
+        assert_eq!(expand_vars("${ not a var}", &env).unwrap_err(), "${ not a var}");
+    }
+
+    #[test]
+    fn the_shapes_of_mcp_json() {
+        let servers = |text: &str| servers_of(&parse_json_or_jsonc(text).unwrap());
+        let one = json!({"a": {"command": "x"}});
+        assert_eq!(servers(r#"{"mcpServers": {"a": {"command": "x"}}}"#).unwrap(), one);
+        assert_eq!(
+            servers(r#"{"servers": {"a": {"command": "x"}}, "inputs": []}"#).unwrap(),
+            one
+        );
+        assert_eq!(servers(r#"{"a": {"command": "x"}}"#).unwrap(), one);
+        assert_eq!(
+            servers("// c\n{\"servers\": {\"a\": {\"command\": \"x\",},}, /* d */}").unwrap(),
+            one
+        );
+        assert!(servers("{}").unwrap_err().contains("no `mcpServers`"));
+        assert!(servers(r#"{"mcp": {"servers": {}}}"#).is_err());
+        assert!(servers(r#"{"mcpServers": []}"#)
+            .unwrap_err()
+            .contains("must be an object"));
+        assert!(parse_json_or_jsonc("{broken")
+            .unwrap_err()
+            .to_string()
+            .contains("line 1"));
     }
 
     #[test]
