@@ -563,3 +563,93 @@ fn ctrl_c_during_a_subagent_closes_its_transcript() {
     assert_eq!(entry["subagent_transcript"], "sub-1.jsonl");
     server.finish();
 }
+
+/// Issue 14 item 10: a role file as Claude Code's `/agents` wizard writes it (a one-line
+/// description with `Examples:` and `<example>` blocks, invalid YAML) loads; `disallowedTools`
+/// is honoured; `permissionMode: plan` is read-only; `maxTurns` is the step limit; Claude Code
+/// tools without an equivalent are named in a warning; `Explore` names the built-in role.
+#[test]
+fn role_files_as_claude_code_writes_them() {
+    let server = ScriptedServer::start_conversations(vec![
+        (
+            "MAIN:",
+            vec![
+                Reply::calls(vec![call(
+                    "t1",
+                    "task",
+                    json!({"description": "review", "prompt": "SUB-REVIEW: review a.txt", "agent": "code-reviewer"}),
+                )]),
+                Reply::calls(vec![call(
+                    "t2",
+                    "task",
+                    json!({"description": "look", "prompt": "SUB-EXPLORE: find it", "agent": "Explore"}),
+                )]),
+                Reply::text("done"),
+            ],
+        ),
+        (
+            "SUB-REVIEW:",
+            vec![
+                Reply::calls(vec![
+                    call("w1", "write_file", json!({"path": "b.txt", "content": "x"})),
+                    call("r1", "read_file", json!({"path": "a.txt"})),
+                ]),
+                Reply::text("reviewed"),
+            ],
+        ),
+        ("SUB-EXPLORE:", vec![Reply::text("found")]),
+    ]);
+    let f = Fixture::new(&server);
+    let ws = f.ws();
+    std::fs::write(ws.join("a.txt"), "hello").unwrap();
+    write(
+        &ws.join(".claude/agents/code-reviewer.md"),
+        "---\nname: code-reviewer\ndescription: Use this agent when you need to review recently written code. \
+         Examples:\\n\\n<example>\\nContext: The user has just implemented a feature.\\nuser: \"I've added the login endpoint\"\\n\
+         assistant: \"Let me use the code-reviewer agent\"\\n</example>\ntools: Glob, Grep, Read, Write, WebSearch, TodoWrite\n\
+         disallowedTools: Write, Edit, Bash\nmaxTurns: 4\nmodel: sonnet\ncolor: red\n---\n\nYou are a senior code reviewer.\n",
+    );
+    write(
+        &ws.join(".claude/agents/planner.md"),
+        "---\nname: planner\ndescription: Plans changes.\npermissionMode: plan\n---\nPlan only.\n",
+    );
+    let mut warnings = Vec::new();
+    let roles = load_roles(&role_dirs(&ws, None), &mut warnings);
+    let reviewer = roles.get("code-reviewer").expect("the wizard's file loads");
+    assert!(
+        reviewer
+            .description
+            .starts_with("Use this agent when you need to review"),
+        "{}",
+        reviewer.description
+    );
+    assert_eq!(reviewer.max_steps, Some(4));
+    assert_eq!(reviewer.model, None, "`sonnet` is the session's model");
+    assert!(roles.get("planner").unwrap().readonly);
+    assert_eq!(roles.get("Explore").map(|r| r.name.as_str()), Some("explore"));
+    let w: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+    assert!(
+        w.iter()
+            .any(|w| w.contains("code-reviewer.md") && w.contains("`WebSearch`") && w.contains("`TodoWrite`")),
+        "{w:?}"
+    );
+
+    let out = f.run(&["exec", "--approval", "full", "MAIN: go"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let sub = conversation(&server.requests(), 1);
+    assert_eq!(
+        sub[0].tool_names(),
+        ["grep", "list", "read_file"],
+        "Write is disallowed"
+    );
+    let refused = sub[1].tool_result("w1").unwrap();
+    assert!(refused.contains("disallowed"), "{refused}");
+    assert!(sub[1].tool_result("r1").unwrap().contains("hello"));
+    assert!(!ws.join("b.txt").exists());
+    assert_eq!(
+        conversation(&server.requests(), 2).len(),
+        1,
+        "`Explore` ran the built-in role"
+    );
+    server.finish();
+}

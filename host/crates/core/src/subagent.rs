@@ -43,6 +43,7 @@ impl SubAgents {
         ToolScope {
             allowed: role.tools.as_ref().map(|t| t.iter().cloned().collect::<BTreeSet<_>>()),
             never: NEVER_FOR_SUBAGENTS.iter().map(|s| s.to_string()).collect(),
+            denied: role.disallowed.clone(),
             readonly: role.readonly,
             who: format!(
                 "{}sub-agent role `{}`",

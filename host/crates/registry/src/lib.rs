@@ -143,6 +143,8 @@ pub struct ToolScope {
     pub allowed: Option<std::collections::BTreeSet<String>>,
     /// Names refused whatever the allow-list says.
     pub never: Vec<String>,
+    /// Names the caller's own definition refuses (a role's `disallowedTools`).
+    pub denied: Vec<String>,
     /// Refuse write and shell tools and MCP tools that are not read-only (A3, M6, D12).
     pub readonly: bool,
     /// Who is restricted, for messages: `read-only sub-agent role `explore``.
@@ -155,6 +157,9 @@ impl ToolScope {
         if self.never.contains(&spec.name) {
             // A2: `task` and `ask_user` (the rule ids stay out of what people read).
             return Err(format!("`{}` is never available to a sub-agent", spec.name));
+        }
+        if self.denied.contains(&spec.name) {
+            return Err(format!("`{}` is disallowed for the {}", spec.name, self.who));
         }
         // A3: no write or shell tools for a read-only role.
         if self.readonly && !crate::readonly_allows(spec) {

@@ -30,6 +30,10 @@ pub struct Role {
     pub description: String,
     /// Allow-list of tool names; `None` = every tool the rules allow.
     pub tools: Option<Vec<String>>,
+    /// Tools refused whatever else allows them (`disallowedTools` of a Claude Code role).
+    pub disallowed: Vec<String>,
+    /// Claude Code tool names in `tools` that have no equivalent here (left out, with a warning).
+    pub unknown_tools: Vec<String>,
     /// No write, shell or non-read-only MCP tools (A3); tasks of this role may run in parallel.
     pub readonly: bool,
     /// Another model of the same provider; `None` = the session's model.
@@ -58,6 +62,8 @@ pub fn builtin_roles() -> Vec<Role> {
         name: name.into(),
         description: description.into(),
         tools: None,
+        disallowed: Vec::new(),
+        unknown_tools: Vec::new(),
         readonly,
         model: None,
         max_steps: None,
@@ -111,8 +117,18 @@ impl RoleSet {
         Self { roles: map }
     }
 
+    /// The role `name`; Claude Code's names of the built-in roles (`Explore`, `Plan`,
+    /// `general-purpose`) find ours unless a role file took that name.
     pub fn get(&self, name: &str) -> Option<&Role> {
-        self.roles.get(name)
+        self.roles.get(name).or_else(|| {
+            let ours = match name {
+                "Explore" => "explore",
+                "Plan" => "plan",
+                "general-purpose" => "general",
+                _ => return None,
+            };
+            self.roles.get(ours)
+        })
     }
 
     /// All roles, sorted by name.
@@ -192,6 +208,20 @@ pub fn load_roles(dirs: &[PathBuf], warnings: &mut Vec<Diagnostic>) -> RoleSet {
                     continue;
                 }
             };
+            if !role.unknown_tools.is_empty() {
+                warnings.push(Diagnostic::in_file(
+                    DiagnosticKind::Other,
+                    &file,
+                    format!(
+                        "`tools` names {} with no equivalent here; left out of the role",
+                        role.unknown_tools
+                            .iter()
+                            .map(|t| format!("`{t}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
             // E7
             if let Some(first) = roles.iter().find(|r| r.name == role.name) {
                 warnings.push(Diagnostic::in_file(
@@ -241,11 +271,86 @@ struct RoleFrontmatter {
     name: Option<String>,
     description: Option<String>,
     tools: Option<ToolList>,
+    #[serde(rename = "disallowedTools", alias = "disallowed_tools")]
+    disallowed_tools: Option<ToolList>,
     #[serde(alias = "read_only", alias = "readOnly")]
     readonly: Option<bool>,
+    /// Claude Code: `plan` is read-only.
+    #[serde(rename = "permissionMode")]
+    permission_mode: Option<String>,
     model: Option<String>,
-    #[serde(alias = "maxSteps")]
+    #[serde(alias = "maxSteps", alias = "maxTurns")]
     max_steps: Option<u32>,
+}
+
+impl RoleFrontmatter {
+    /// Claude Code's `/agents` wizard writes one-line descriptions holding `Examples:` and
+    /// `<example>` blocks with `: ` in them, which YAML refuses; Claude Code reads them anyway.
+    /// So do we, line by line: `key: value` at the start of a line, the value as written (`\n`
+    /// escapes become spaces). Lists (`tools`) as comma-separated text.
+    fn lenient(text: &str) -> Result<Self, String> {
+        let mut fm = Self::default();
+        for line in text.lines() {
+            if line.starts_with([' ', '\t', '-', '#']) {
+                continue;
+            }
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+            let text = || Some(value.replace("\\n", " "));
+            let number = || {
+                value
+                    .parse::<u32>()
+                    .map(Some)
+                    .map_err(|_| format!("`{}` must be a whole number", key.trim()))
+            };
+            match key.trim() {
+                "name" => fm.name = text(),
+                "description" => fm.description = text(),
+                "tools" => fm.tools = Some(ToolList::Text(value.to_string())),
+                "disallowedTools" | "disallowed_tools" => fm.disallowed_tools = Some(ToolList::Text(value.to_string())),
+                "readonly" | "read_only" | "readOnly" => {
+                    fm.readonly = Some(match value {
+                        "true" => true,
+                        "false" => false,
+                        _ => return Err(format!("`{}` must be true or false", key.trim())),
+                    })
+                }
+                "permissionMode" => fm.permission_mode = text(),
+                "model" => fm.model = text(),
+                "max_steps" | "maxSteps" | "maxTurns" => fm.max_steps = number()?,
+                _ => {}
+            }
+        }
+        Ok(fm)
+    }
+}
+
+/// Tool names of a `tools`/`disallowedTools` entry, Claude Code's mapped to ours, in order, once
+/// each; Claude Code names with no equivalent here are returned apart.
+fn tool_names(list: ToolList) -> (Vec<String>, Vec<String>) {
+    let names: Vec<String> = match list {
+        ToolList::List(l) => l,
+        ToolList::Text(s) => s.split(',').map(str::to_string).collect(),
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut unknown = Vec::new();
+    for n in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        let n = match claude_tool_alias(n) {
+            Some(ours) => ours.to_string(),
+            // A Claude Code tool we have nothing like (`WebSearch`, `TodoWrite`).
+            None if n.starts_with(|c: char| c.is_ascii_uppercase()) && !n.contains("__") => {
+                unknown.push(n.to_string());
+                continue;
+            }
+            None => n.to_string(),
+        };
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    (out, unknown)
 }
 
 /// Parse one role file (A1). Unknown frontmatter keys are ignored (Claude Code files carry
@@ -254,9 +359,12 @@ pub fn parse_role(file: &Path, text: &str) -> Result<Role, String> {
     let (fm_text, body) = split_frontmatter(text);
     let fm = match fm_text {
         None => RoleFrontmatter::default(),
-        Some(t) => serde_yaml_ng::from_str::<Option<RoleFrontmatter>>(t)
-            .map_err(|e| format!("malformed frontmatter ({e})"))?
-            .unwrap_or_default(),
+        Some(t) => match serde_yaml_ng::from_str::<Option<RoleFrontmatter>>(t) {
+            Ok(fm) => fm.unwrap_or_default(),
+            // Not YAML (as Claude Code's wizard writes it), or a key of the wrong type: read as
+            // `key: value` lines; a wrong type is still an error.
+            Err(e) => RoleFrontmatter::lenient(t).map_err(|l| format!("malformed frontmatter ({e}; {l})"))?,
+        },
     };
     let stem = file
         .file_stem()
@@ -279,20 +387,13 @@ pub fn parse_role(file: &Path, text: &str) -> Result<Role, String> {
     if fm.max_steps == Some(0) {
         return Err("`max_steps` must be at least 1".into());
     }
+    let mut unknown = Vec::new();
     let tools = fm.tools.map(|t| {
-        let names: Vec<String> = match t {
-            ToolList::List(l) => l,
-            ToolList::Text(s) => s.split(',').map(str::to_string).collect(),
-        };
-        let mut out: Vec<String> = Vec::new();
-        for n in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-            let n = claude_tool_alias(n).unwrap_or(n).to_string();
-            if !out.contains(&n) {
-                out.push(n);
-            }
-        }
-        out
+        let (names, missing) = tool_names(t);
+        unknown.extend(missing);
+        names
     });
+    let disallowed = fm.disallowed_tools.map(|t| tool_names(t).0).unwrap_or_default();
     // `inherit` and Claude's model aliases mean "the session's model": those names do not
     // exist at an OpenAI-compatible provider.
     let model = fm
@@ -304,11 +405,14 @@ pub fn parse_role(file: &Path, text: &str) -> Result<Role, String> {
         .map(|d| one_line(&d))
         .filter(|d| !d.is_empty())
         .unwrap_or_else(|| first_text_line(body));
+    let plan = fm.permission_mode.as_deref().map(str::trim) == Some("plan");
     Ok(Role {
         name,
         description,
         tools,
-        readonly: fm.readonly.unwrap_or(false),
+        disallowed,
+        unknown_tools: unknown,
+        readonly: fm.readonly.unwrap_or(false) || plan,
         model,
         max_steps: fm.max_steps,
         instructions: body.trim().to_string(),
@@ -325,6 +429,8 @@ fn claude_tool_alias(name: &str) -> Option<&'static str> {
         "Glob" | "LS" => "list",
         "Grep" => "grep",
         "Bash" => "run_shell",
+        "Skill" => "skill",
+        "Task" | "Agent" => "task",
         _ => return None,
     })
 }
