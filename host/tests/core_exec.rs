@@ -677,3 +677,36 @@ fn skill_command_in_exec() {
     assert_eq!(server.request_count(), 0);
     server.finish_allow_unused();
 }
+
+/// Issue 14 item 7: a server that failed is a `warning` event of `exec --json` (after
+/// `session.started`) with its reason, and the summary line counts it apart.
+#[test]
+fn a_failed_mcp_server_is_a_warning_event() {
+    let server = ScriptedServer::start(vec![Reply::text("ok")]);
+    let f = Fixture::new(&server);
+    std::fs::write(
+        f.config_dir().join("mcp.json"),
+        json!({"mcpServers": {"bad": {"command": "sh", "args": ["-c", "echo 'bad: no such token' >&2; exit 3"]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let out = f.run(&["exec", "--json", "hi"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("1 MCP server (1 failed)"), "{stderr}");
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["type"], "session.started");
+    let warning = lines
+        .iter()
+        .find(|l| l["type"] == "warning")
+        .unwrap_or_else(|| panic!("no warning line: {lines:?}"));
+    let message = warning["message"].as_str().unwrap();
+    assert!(
+        message.contains("MCP server `bad`") && message.contains("no such token") && message.contains("mcp.json"),
+        "{message}"
+    );
+    server.finish();
+}

@@ -179,6 +179,7 @@ fn headless_runs_wait_30_s_for_a_server_that_never_answers() {
     let env = env_with(json!({
         "mute": {"command": test_server_str(), "args": ["never-init"], "startTimeout": 600},
         "t": {"command": test_server_str()},
+        "bad": {"command": "sh", "args": ["-c", "echo 'bad: no such token' >&2; exit 3"]},
     }));
     let spawn = |args: &[&str]| {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cst-agent"));
@@ -220,7 +221,18 @@ fn headless_runs_wait_30_s_for_a_server_that_never_answers() {
             "{stderr}"
         );
     }
+    // Issue 14 item 7: after 2 s each run names what it waits for; `tools` and `exec` report the
+    // server that failed, with its reason; the summary line counts it apart.
+    for (i, (_, out)) in outputs.iter().enumerate() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("waiting for MCP servers: mute"), "{stderr}");
+        let reported = stderr.contains("MCP server `bad`") && stderr.contains("no such token");
+        assert_eq!(reported, i > 0, "run {i}: {stderr}");
+    }
+    let exec_err = String::from_utf8_lossy(&outputs[2].1.stderr);
+    assert!(exec_err.contains("3 MCP servers (1 failed)"), "{exec_err}");
     let list: Vec<Value> = serde_json::from_slice(&outputs[0].1.stdout).unwrap();
+    assert_eq!(find(&list, "bad")["status"], "failed");
     assert_eq!(find(&list, "mute")["status"], "starting");
     assert_eq!(find(&list, "t")["status"], "ready", "the other server is not held up");
     let tools: Vec<Value> = serde_json::from_slice(&outputs[1].1.stdout).unwrap();

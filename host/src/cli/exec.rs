@@ -143,6 +143,9 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         .approval(args.approval)
         .headless(true)
         .max_steps(args.max_steps)
+        .mcp_notice(std::sync::Arc::new(|names: &[String]| {
+            eprintln!("waiting for MCP servers: {}", super::terminal_safe(&names.join(", ")))
+        }))
         .build()
         .await;
     eprintln!("{}", session.summary);

@@ -19,13 +19,22 @@ pub enum McpCmd {
 
 /// Start the session's MCP servers into `loaded.registry` and wait for them as every headless
 /// run does, up to [`mcp::manager::HEADLESS_WAIT`] (M7). Warnings go to stderr.
-pub async fn start_and_wait(loaded: &Loaded) -> McpManager {
+/// With `report_failures`, servers that failed or exited are warnings too (`tools`; `mcp list`
+/// shows them in its list).
+pub async fn start_and_wait(loaded: &Loaded, report_failures: bool) -> McpManager {
     let mut warnings = Vec::new();
     let manager = mcp::start(loaded.registry.clone(), &loaded.mcp_sources, &mut warnings);
     let wait = mcp::manager::HEADLESS_WAIT;
-    manager.wait_ready(wait).await;
+    manager
+        .wait_ready_with_notice(wait, &|names: &[String]| {
+            eprintln!("waiting for MCP servers: {}", super::terminal_safe(&names.join(", ")))
+        })
+        .await;
     warnings.extend(manager.warnings());
     warnings.extend(manager.still_starting(wait));
+    if report_failures {
+        warnings.extend(manager.failures());
+    }
     super::print_warnings(&warnings);
     manager
 }
@@ -33,7 +42,7 @@ pub async fn start_and_wait(loaded: &Loaded) -> McpManager {
 pub async fn run(cli: &Cli, cmd: &McpCmd) -> i32 {
     let loaded = cli.load();
     super::print_warnings(&loaded.warnings);
-    let manager = start_and_wait(&loaded).await;
+    let manager = start_and_wait(&loaded, false).await;
     let servers = manager.servers();
     match cmd {
         McpCmd::List { json } => {

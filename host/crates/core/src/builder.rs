@@ -41,8 +41,12 @@ pub struct SessionBuilder {
     max_steps: u32,
     transcript: bool,
     mcp_wait: Option<Duration>,
+    mcp_notice: Option<McpNotice>,
     sinks: Vec<Arc<dyn EventSink>>,
 }
+
+/// Told the names of the MCP servers a headless start is still waiting for (after 2 s).
+pub type McpNotice = Arc<dyn Fn(&[String]) + Send + Sync>;
 
 /// A built session: the handle to talk to it and what it loaded.
 pub struct Session {
@@ -67,6 +71,7 @@ impl SessionBuilder {
             max_steps: DEFAULT_MAX_STEPS,
             transcript: true,
             mcp_wait: None,
+            mcp_notice: None,
             sinks: Vec::new(),
         }
     }
@@ -109,6 +114,13 @@ impl SessionBuilder {
         self
     }
 
+    /// Who is told which MCP servers the start still waits for (exec prints "waiting for MCP
+    /// servers: a, b" on stderr).
+    pub fn mcp_notice(mut self, notice: McpNotice) -> Self {
+        self.mcp_notice = Some(notice);
+        self
+    }
+
     /// Another sink for every event (the deployment layer's hooks).
     pub fn sink(mut self, sink: Arc<dyn EventSink>) -> Self {
         self.sinks.push(sink);
@@ -120,11 +132,22 @@ impl SessionBuilder {
             workspace: self.workspace.clone(),
             profile: self.profile,
         });
-        let summary = discovery::summary_line(&ext.loaded);
+        let mut summary = discovery::summary_line(&ext.loaded);
+        let mut startup_warnings = Vec::new();
         if let Some(wait) = self.mcp_wait {
-            ext.mcp.wait_ready(wait).await;
+            match &self.mcp_notice {
+                Some(notice) => ext.mcp.wait_ready_with_notice(wait, notice.as_ref()).await,
+                None => ext.mcp.wait_ready(wait).await,
+            };
             warnings.extend(ext.mcp.warnings());
             warnings.extend(ext.mcp.still_starting(wait));
+            // Failed and exited servers are said as warning events of the session (stderr, and
+            // `warning` lines of `exec --json`), and counted apart in the summary.
+            startup_warnings.extend(ext.mcp.failures().iter().map(ToString::to_string));
+            let failed = ext.mcp.failed_count();
+            if failed > 0 {
+                summary.push_str(&format!(" ({failed} failed)"));
+            }
         }
         ext.mcp_wait = self.mcp_wait;
         // Read once (AGENTS.md, the skills index): the main prompt and every sub-agent's share it.
@@ -141,6 +164,7 @@ impl SessionBuilder {
         config.roles = ext.loaded.roles.clone();
         config.subagent_context = context;
         config.sinks = self.sinks;
+        config.startup_warnings = startup_warnings;
         config.extensions = Some(ext);
         Session {
             handle: spawn(config),

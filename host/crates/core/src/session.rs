@@ -53,6 +53,9 @@ pub struct SessionConfig {
     /// More sinks for every event (the hooks of the deployment layer), after the transcript and
     /// before the front end.
     pub sinks: Vec<Arc<dyn EventSink>>,
+    /// Said as [`Event::Warning`]s right after [`Event::SessionStarted`] (MCP servers that
+    /// failed while the session started).
+    pub startup_warnings: Vec<String>,
 }
 
 impl SessionConfig {
@@ -72,6 +75,7 @@ impl SessionConfig {
             subagent_context: String::new(),
             extensions: None,
             sinks: Vec::new(),
+            startup_warnings: Vec::new(),
         }
     }
 }
@@ -141,6 +145,11 @@ pub fn spawn(config: SessionConfig) -> SessionHandle {
         model: config.model.config().name.clone(),
         transcript: transcript.as_ref().map(|t| t.path().to_path_buf()),
     });
+    for message in &config.startup_warnings {
+        bus.emit(Event::Warning {
+            message: message.clone(),
+        });
+    }
 
     let prompts = Prompts {
         main: Arc::new(RwLock::new(config.system_prompt.clone())),

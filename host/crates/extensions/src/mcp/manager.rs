@@ -25,6 +25,9 @@ use cst_registry::{
 /// it does not lengthen this wait. The TUI does not wait at all.
 pub const HEADLESS_WAIT: Duration = Duration::from_secs(30);
 
+/// How long a headless run waits quietly before it names the MCP servers it is waiting for.
+pub const WAITING_NOTICE_AFTER: Duration = Duration::from_secs(2);
+
 /// A server's state (M11, M12).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", content = "reason", rename_all = "lowercase")]
@@ -280,6 +283,59 @@ impl McpManager {
                 return !self.any_starting();
             }
         }
+    }
+
+    /// Servers that failed to start or exited, each as a warning with its reason (the error, or
+    /// the last line it wrote to stderr), for headless runs (issue 14 item 7).
+    pub fn failures(&self) -> Vec<Diagnostic> {
+        self.slots()
+            .iter()
+            .filter_map(|s| {
+                let st = s.lock();
+                let what = match &st.status {
+                    ServerStatus::Failed(r) => format!("failed: {r}"),
+                    ServerStatus::Exited(r) => format!("exited: {r}"),
+                    _ => return None,
+                };
+                Some(Diagnostic::in_file(
+                    DiagnosticKind::McpServer,
+                    &s.parsed.file,
+                    format!("MCP server `{}` {what}; its tools are not available", s.parsed.name),
+                ))
+            })
+            .collect()
+    }
+
+    /// Names of the servers still `starting`.
+    pub fn starting(&self) -> Vec<String> {
+        self.slots()
+            .iter()
+            .filter(|s| matches!(s.lock().status, ServerStatus::Starting))
+            .map(|s| s.parsed.name.clone())
+            .collect()
+    }
+
+    /// Wait as headless runs do (M7, up to `timeout`): after [`WAITING_NOTICE_AFTER`], `notice`
+    /// gets the names of the servers still starting, once, so a slow server is not a silent
+    /// pause.
+    pub async fn wait_ready_with_notice(&self, timeout: Duration, notice: &(dyn Fn(&[String]) + Send + Sync)) -> bool {
+        let first = WAITING_NOTICE_AFTER.min(timeout);
+        if self.wait_ready(first).await {
+            return true;
+        }
+        let names = self.starting();
+        if !names.is_empty() {
+            notice(&names);
+        }
+        self.wait_ready(timeout.saturating_sub(first)).await
+    }
+
+    /// How many servers failed or exited (the summary line counts them apart).
+    pub fn failed_count(&self) -> usize {
+        self.slots()
+            .iter()
+            .filter(|s| matches!(s.lock().status, ServerStatus::Failed(_) | ServerStatus::Exited(_)))
+            .count()
     }
 
     /// The servers still `starting`, as warnings that say the run goes on without them; for
