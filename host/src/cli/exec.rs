@@ -46,6 +46,13 @@ pub struct ExecArgs {
     /// `full` runs everything.
     #[arg(long, value_enum, default_value_t = ApprovalMode::Auto)]
     pub approval: ApprovalMode,
+    /// Approve a tool for this run without asking (repeatable; names, comma-separated lists or
+    /// globs such as `mcp__github__*`).
+    #[arg(long = "allow-tool", value_name = "NAME")]
+    pub allow_tool: Vec<String>,
+    /// Approve every tool of this MCP server for this run (repeatable).
+    #[arg(long = "allow-server", value_name = "NAME")]
+    pub allow_server: Vec<String>,
     /// Model name (overrides settings.json `model.name`).
     #[arg(long, env = "CST_MODEL")]
     pub model: Option<String>,
@@ -137,12 +144,20 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         }
     };
 
+    let allowed = match cst_core::approvals::AllowList::new(&args.allow_tool, &args.allow_server) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return code::USAGE;
+        }
+    };
     // Headless: the build waits (up to 30 s) for MCP servers that are still starting (M7).
     let session = SessionBuilder::new(workspace, model)
         .profile(cli.tools)
         .approval(args.approval)
         .headless(true)
         .max_steps(args.max_steps)
+        .allow(allowed)
         .mcp_notice(std::sync::Arc::new(|names: &[String]| {
             eprintln!("waiting for MCP servers: {}", super::terminal_safe(&names.join(", ")))
         }))

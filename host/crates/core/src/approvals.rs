@@ -145,6 +145,55 @@ pub struct ApprovalGate {
     /// The workspace and the host's own folders (config dir, cache dir) whose files the model's
     /// file tools never write without a person ([`host_file_write`]).
     host_files: Option<(PathBuf, Vec<PathBuf>)>,
+    /// Tools approved for the whole run (`--allow-tool`, `--allow-server`).
+    allowed: AllowList,
+}
+
+/// Tools a run approves up front, as `claude -p --allowedTools` does (issue 14 item 8): names or
+/// globs (`mcp__github__*`) and whole MCP servers. They run without asking in any mode, with
+/// their own confinement; writes to the host's files still ask.
+#[derive(Default)]
+pub struct AllowList {
+    tools: Option<globset::GlobSet>,
+    servers: HashSet<String>,
+}
+
+impl AllowList {
+    /// `tools`: names or globs (each may also be a comma-separated list); `servers`: MCP server
+    /// names. A bad glob is an error naming it.
+    pub fn new(tools: &[String], servers: &[String]) -> Result<Self, String> {
+        let split = |items: &[String]| -> Vec<String> {
+            items
+                .iter()
+                .flat_map(|i| i.split(','))
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        };
+        let mut b = globset::GlobSetBuilder::new();
+        let tool_names = split(tools);
+        for t in &tool_names {
+            let glob = globset::GlobBuilder::new(t)
+                .literal_separator(false)
+                .build()
+                .map_err(|e| format!("--allow-tool `{t}`: {e}"))?;
+            b.add(glob);
+        }
+        let tools = if tool_names.is_empty() {
+            None
+        } else {
+            Some(b.build().map_err(|e| format!("--allow-tool: {e}"))?)
+        };
+        Ok(Self {
+            tools,
+            servers: split(servers).into_iter().collect(),
+        })
+    }
+
+    pub fn allows(&self, spec: &ToolSpec) -> bool {
+        self.tools.as_ref().is_some_and(|g| g.is_match(&spec.name))
+            || (spec.source.kind == SourceKind::Mcp && self.servers.contains(&spec.source.owner))
+    }
 }
 
 /// Issue 13 item 5: a built-in `write` tool (`write_file`, `edit_file`) whose `path` lands in the
@@ -172,7 +221,14 @@ impl ApprovalGate {
             pending: Pending::default(),
             requests,
             host_files: None,
+            allowed: AllowList::default(),
         }
+    }
+
+    /// Approve these tools for the whole session (see [`AllowList`]).
+    pub fn with_allowed(mut self, allowed: AllowList) -> Self {
+        self.allowed = allowed;
+        self
     }
 
     /// Guard the host's files of `workspace` (and the config and cache dirs) against the model's
@@ -221,6 +277,9 @@ impl ApprovalGate {
             }
         }
         let confinement = confinement(self.mode, spec.confine_with);
+        if host_file.is_none() && self.allowed.allows(spec) {
+            return Decision::Allow { confinement };
+        }
         if host_file.is_none()
             && self
                 .always

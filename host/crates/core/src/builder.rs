@@ -42,6 +42,7 @@ pub struct SessionBuilder {
     transcript: bool,
     mcp_wait: Option<Duration>,
     mcp_notice: Option<McpNotice>,
+    allowed: crate::approvals::AllowList,
     sinks: Vec<Arc<dyn EventSink>>,
 }
 
@@ -72,6 +73,7 @@ impl SessionBuilder {
             transcript: true,
             mcp_wait: None,
             mcp_notice: None,
+            allowed: Default::default(),
             sinks: Vec::new(),
         }
     }
@@ -121,6 +123,12 @@ impl SessionBuilder {
         self
     }
 
+    /// Tools approved for the whole session (`exec --allow-tool`, `--allow-server`).
+    pub fn allow(mut self, allowed: crate::approvals::AllowList) -> Self {
+        self.allowed = allowed;
+        self
+    }
+
     /// Another sink for every event (the deployment layer's hooks).
     pub fn sink(mut self, sink: Arc<dyn EventSink>) -> Self {
         self.sinks.push(sink);
@@ -165,6 +173,7 @@ impl SessionBuilder {
         config.subagent_context = context;
         config.sinks = self.sinks;
         config.startup_warnings = startup_warnings;
+        config.allowed = self.allowed;
         config.extensions = Some(ext);
         Session {
             handle: spawn(config),

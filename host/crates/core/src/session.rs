@@ -56,6 +56,8 @@ pub struct SessionConfig {
     /// Said as [`Event::Warning`]s right after [`Event::SessionStarted`] (MCP servers that
     /// failed while the session started).
     pub startup_warnings: Vec<String>,
+    /// Tools approved for the whole session (`--allow-tool`, `--allow-server`).
+    pub allowed: crate::approvals::AllowList,
 }
 
 impl SessionConfig {
@@ -76,6 +78,7 @@ impl SessionConfig {
             extensions: None,
             sinks: Vec::new(),
             startup_warnings: Vec::new(),
+            allowed: Default::default(),
         }
     }
 }
@@ -106,7 +109,7 @@ struct Prompts {
 
 /// Start a session task. It runs until [`Op::Shutdown`] or until `ops` is dropped, then stops its
 /// extensions, closes the transcript and sends [`Event::SessionClosed`].
-pub fn spawn(config: SessionConfig) -> SessionHandle {
+pub fn spawn(mut config: SessionConfig) -> SessionHandle {
     let session_id = new_session_id();
     let (ev_tx, ev_rx) = mpsc::unbounded_channel();
     let bus = EventBus::new(Some(ev_tx));
@@ -136,7 +139,9 @@ pub fn spawn(config: SessionConfig) -> SessionHandle {
         })
     };
     let gate = Arc::new(
-        ApprovalGate::new(config.approval, config.headless, Some(requests)).with_host_files(&config.workspace),
+        ApprovalGate::new(config.approval, config.headless, Some(requests))
+            .with_host_files(&config.workspace)
+            .with_allowed(std::mem::take(&mut config.allowed)),
     );
     let questions = (!config.headless).then(|| Arc::new(QuestionBroker::new(bus.clone())));
 
