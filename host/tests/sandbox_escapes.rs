@@ -32,13 +32,26 @@ fn full_sandbox() -> bool {
 }
 
 /// A folder outside every temp dir (the target dir's), holding the workspace and the "outside".
+/// A folder outside every temp dir (the sandbox gives a command a private, empty `/tmp`, so a
+/// file there is not "outside" at all): the target dir's tmp, else `$HOME` (a checkout under
+/// `/tmp` puts the target dir there).
 fn scratch() -> tempfile::TempDir {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::create_dir_all(&base).unwrap();
-    tempfile::Builder::new()
-        .prefix(".cst-escapes-")
-        .tempdir_in(std::fs::canonicalize(base).unwrap())
-        .unwrap()
+    let temps: Vec<PathBuf> = cst_agent::sandbox::writable_dirs(Path::new("/nonexistent-ws"), true)
+        .iter()
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .collect();
+    let target_tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let _ = std::fs::create_dir_all(&target_tmp);
+    for base in [Some(target_tmp), std::env::var_os("HOME").map(PathBuf::from)].into_iter().flatten() {
+        let Ok(real) = std::fs::canonicalize(&base) else { continue };
+        if temps.iter().any(|t| real.starts_with(t)) {
+            continue;
+        }
+        if let Ok(dir) = tempfile::Builder::new().prefix(".cst-escapes-").tempdir_in(&real) {
+            return dir;
+        }
+    }
+    panic!("the target dir and $HOME are both inside a temp dir: no place outside the sandbox's temp");
 }
 
 fn ws_in(scratch: &Path) -> PathBuf {
