@@ -42,8 +42,13 @@ fn scratch() -> tempfile::TempDir {
         .collect();
     let target_tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let _ = std::fs::create_dir_all(&target_tmp);
-    for base in [Some(target_tmp), std::env::var_os("HOME").map(PathBuf::from)].into_iter().flatten() {
-        let Ok(real) = std::fs::canonicalize(&base) else { continue };
+    for base in [Some(target_tmp), std::env::var_os("HOME").map(PathBuf::from)]
+        .into_iter()
+        .flatten()
+    {
+        let Ok(real) = std::fs::canonicalize(&base) else {
+            continue;
+        };
         if temps.iter().any(|t| real.starts_with(t)) {
             continue;
         }

@@ -129,6 +129,7 @@ mod tests {
             dir: ws.path().into(),
             file: ws.path().join("SKILL.md"),
             model_invocable: true,
+            command: false,
         }];
         let roles = RoleSet::default();
         let p = system_prompt(&context(ws.path(), &skills), &roles);

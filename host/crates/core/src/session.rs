@@ -372,7 +372,7 @@ async fn expand_skill(
     extensions: &tokio::sync::Mutex<Option<SessionExtensions>>,
     text: String,
 ) -> Result<String, String> {
-    if !text.starts_with("/skill") {
+    if !text.starts_with('/') {
         return Ok(text);
     }
     let skills = extensions
@@ -381,7 +381,10 @@ async fn expand_skill(
         .as_ref()
         .map(|e| e.loaded.skills.clone())
         .unwrap_or_default();
-    match cst_extensions::skills::expand_skill_command(&text, &skills) {
+    // `/skill NAME message`, else a plugin's slash command `/NAME arguments`.
+    match cst_extensions::skills::expand_skill_command(&text, &skills)
+        .or_else(|| cst_extensions::skills::expand_command(&text, &skills))
+    {
         None => Ok(text),
         Some(expanded) => expanded,
     }

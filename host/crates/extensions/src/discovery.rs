@@ -94,7 +94,16 @@ pub fn load(opts: &LoadOptions) -> Loaded {
 fn load_roles_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<Diagnostic>) {
     let config = config_dir(&mut Vec::new()); // already reported by the plugin loader
     let dirs = crate::subagents::role_dirs(&opts.workspace, config.as_deref());
-    let roles = crate::subagents::load_roles(&dirs, warnings);
+    // Claude Code plugins' `agents/` folders (issue 14 item 9).
+    let plugin_dirs: Vec<(String, PathBuf)> = loaded
+        .plugins
+        .iter()
+        .filter_map(|p| {
+            let dir = p.manifest.claude.as_ref()?.agents.clone()?;
+            inside_plugin(p, &dir, warnings).then(|| (p.name.clone(), dir))
+        })
+        .collect();
+    let roles = crate::subagents::load_roles_with_plugins(&dirs, &plugin_dirs, warnings);
     for name in roles.index().left_out {
         let message = format!(
             "sub-agent role `{name}` left out of the role index: the index is limited to {} bytes; \
@@ -181,10 +190,10 @@ fn load_plugins_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec
     let mut by_name: BTreeMap<String, PathBuf> = BTreeMap::new();
     for (root, place) in plugin_roots {
         for plugin_dir in sorted_subdirs(&root) {
-            let file = plugin_dir.join("plugin.json");
-            if !file.is_file() {
+            // Ours, or a Claude Code / Codex plugin (issue 14 item 9).
+            let Some(file) = crate::plugin_manifest::manifest_file(&plugin_dir) else {
                 continue;
-            }
+            };
             if let PluginPlace::Workspace(ws) = place {
                 if let Err(e) = inside_workspace(ws, &plugin_dir, &file) {
                     warnings.push(Diagnostic::in_file(DiagnosticKind::BrokenFile, &file, e));
@@ -192,13 +201,21 @@ fn load_plugins_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec
                 }
             }
             // Read the name first so a clashing plugin registers nothing (E7).
-            let manifest = match PluginManifest::load(&file) {
-                Ok(m) => m,
-                Err(e) => {
+            let manifest = match PluginManifest::load_dir(&plugin_dir) {
+                Some(Ok(m)) => m,
+                Some(Err(e)) => {
                     warnings.push(e.into());
                     continue;
                 }
+                None => continue,
             };
+            if let Some(hooks) = manifest.claude.as_ref().and_then(|c| c.hooks.as_ref()) {
+                warnings.push(Diagnostic::in_file(
+                    DiagnosticKind::Other,
+                    hooks,
+                    "plugin hooks are not loaded: hooks come from the deployment config",
+                ));
+            }
             if let Some(first) = by_name.get(&manifest.name) {
                 warnings.push(name_clash("plugin", &manifest.name, &file, first));
                 continue;
@@ -237,6 +254,22 @@ fn inside_workspace(ws: &Path, plugin_dir: &Path, file: &Path) -> Result<(), Str
         ));
     }
     Ok(())
+}
+
+/// Whether a part of a plugin (`agents/`, `commands/`) is inside the plugin folder, symlinks
+/// resolved; a part leading outside is a warning and is not read.
+fn inside_plugin(p: &LoadedPlugin, part: &Path, warnings: &mut Vec<Diagnostic>) -> bool {
+    match (std::fs::canonicalize(part), std::fs::canonicalize(&p.dir)) {
+        (Ok(real), Ok(root)) if real.starts_with(&root) => true,
+        _ => {
+            warnings.push(Diagnostic::in_file(
+                DiagnosticKind::BrokenFile,
+                part,
+                "leads outside the plugin folder; not loaded",
+            ));
+            false
+        }
+    }
 }
 
 /// A workspace plugin's `skills` folder: a relative path inside the plugin folder (no `..`, no
@@ -414,9 +447,18 @@ fn load_skills_into(loaded: &mut Loaded, opts: &LoadOptions, warnings: &mut Vec<
             }
         }
     }
+    let mut found: Vec<Vec<Skill>> = roots.iter().map(|r| skills::load_dir(r, warnings)).collect();
+    // Claude Code plugins' slash commands, after every skill.
+    for p in &loaded.plugins {
+        if let Some(dir) = p.manifest.claude.as_ref().and_then(|c| c.commands.as_ref()) {
+            if inside_plugin(p, dir, warnings) {
+                found.push(skills::load_commands(dir, warnings));
+            }
+        }
+    }
     let mut list: Vec<Skill> = Vec::new();
-    for root in roots {
-        for s in skills::load_dir(&root, warnings) {
+    for batch in found {
+        for s in batch {
             if let Some(first) = list.iter().find(|k| k.name == s.name) {
                 warnings.push(name_clash("skill", &s.name, &s.file, &first.file));
                 continue;

@@ -39,6 +39,36 @@ pub struct PluginManifest {
     /// Time limit of each wasm tool call, seconds (P7: default 60, at most 600).
     #[serde(default)]
     pub timeout: Option<u64>,
+    /// Set for a Claude Code (or Codex) plugin: its own parts (issue 14 item 9).
+    #[serde(skip)]
+    pub claude: Option<ClaudeLayout>,
+}
+
+/// What a Claude Code plugin (`.claude-plugin/plugin.json`, or `.codex-plugin/`) brings besides
+/// skills and MCP servers: sub-agent roles, slash commands, and hooks (not loaded: hooks come
+/// from the deployment config).
+#[derive(Debug, Clone, Default)]
+pub struct ClaudeLayout {
+    /// The manifest file (`<dir>/.claude-plugin/plugin.json`).
+    pub manifest_file: PathBuf,
+    /// `agents/`: role files.
+    pub agents: Option<PathBuf>,
+    /// `commands/`: `*.md` slash commands.
+    pub commands: Option<PathBuf>,
+    /// `hooks/hooks.json`, when there is one.
+    pub hooks: Option<PathBuf>,
+}
+
+/// The manifest of a plugin folder: our `plugin.json`, else Claude Code's
+/// `.claude-plugin/plugin.json`, else Codex's `.codex-plugin/plugin.json`.
+pub fn manifest_file(dir: &Path) -> Option<PathBuf> {
+    [
+        dir.join("plugin.json"),
+        dir.join(".claude-plugin").join("plugin.json"),
+        dir.join(".codex-plugin").join("plugin.json"),
+    ]
+    .into_iter()
+    .find(|f| f.is_file())
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -103,6 +133,126 @@ impl PluginManifest {
     /// Read and parse `plugin.json`; syntax errors carry the line and column. A file larger than
     /// [`MAX_MANIFEST_BYTES`] is refused unread (a workspace can hold anything).
     pub fn load(file: &Path) -> Result<Self, ManifestError> {
+        Self::parse(file, &read_manifest_text(file)?)
+    }
+
+    /// The plugin of folder `dir`, in whichever layout it has ([`manifest_file`]); `None` when
+    /// it has no manifest.
+    pub fn load_dir(dir: &Path) -> Option<Result<Self, ManifestError>> {
+        let file = manifest_file(dir)?;
+        if file == dir.join("plugin.json") {
+            return Some(Self::load(&file));
+        }
+        Some(read_manifest_text(&file).and_then(|text| Self::parse_claude(dir, &file, &text)))
+    }
+
+    /// A Claude Code plugin: `name`, `description`; `skills/`, `agents/`, `commands/`,
+    /// `hooks/hooks.json` by convention or where the manifest points (inside the folder); MCP
+    /// servers from the manifest's `mcpServers` (an object or a file) or `.mcp.json`, with
+    /// `${CLAUDE_PLUGIN_ROOT}` replaced by the plugin folder.
+    fn parse_claude(dir: &Path, file: &Path, text: &str) -> Result<Self, ManifestError> {
+        let err = |m: String| ManifestError::new(file, m);
+        let v: Value = serde_json::from_str(text).map_err(|e| err(format!("not a valid plugin.json: {e}")))?;
+        let name = v
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| err("`name` is missing or empty".into()))?
+            .to_string();
+        let description = v
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        // A path the manifest names (or the conventional one), inside the plugin folder.
+        let part = |key: &str, default: &str| -> Result<Option<PathBuf>, ManifestError> {
+            let rel = match v.get(key) {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Array(a)) => match a.first().and_then(Value::as_str) {
+                    Some(s) => s.to_string(),
+                    None => return Ok(None),
+                },
+                Some(Value::Object(_)) | None => default.to_string(),
+                Some(_) => return Err(err(format!("`{key}` must be a path"))),
+            };
+            let rel_path = Path::new(&rel);
+            if rel_path.is_absolute()
+                || rel_path
+                    .components()
+                    .any(|c| !matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir))
+            {
+                return Err(err(format!(
+                    "`{key}` must be a path inside the plugin folder, not `{rel}`"
+                )));
+            }
+            let p = dir.join(rel_path);
+            Ok(p.exists().then_some(p))
+        };
+        let skills = part("skills", "skills")?.map(|p| {
+            p.strip_prefix(dir)
+                .map(|r| r.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| "skills".into())
+        });
+        let root = dir.to_string_lossy().into_owned();
+        let mcp_servers = match v.get("mcpServers") {
+            Some(Value::Object(_)) => v.get("mcpServers").cloned(),
+            _ => match part("mcpServers", ".mcp.json")? {
+                Some(f) if f.is_file() => {
+                    let text = read_manifest_text(&f)?;
+                    let value = crate::mcp::config::parse_json_or_jsonc(&text)
+                        .map_err(|e| ManifestError::new(&f, format!("not valid JSON: {e}")))?;
+                    Some(crate::mcp::config::servers_of(&value).map_err(|e| ManifestError::new(&f, e))?)
+                }
+                _ => None,
+            },
+        }
+        .map(|mut servers| {
+            replace_strings(&mut servers, "${CLAUDE_PLUGIN_ROOT}", &root);
+            servers
+        });
+        Ok(Self {
+            name,
+            description,
+            tools: Vec::new(),
+            skills,
+            mcp_servers,
+            wasm: None,
+            capabilities: Vec::new(),
+            limits: WasmLimitsDecl::default(),
+            timeout: None,
+            claude: Some(ClaudeLayout {
+                manifest_file: file.to_path_buf(),
+                agents: part("agents", "agents")?,
+                commands: part("commands", "commands")?,
+                hooks: part("hooks", "hooks/hooks.json")?,
+            }),
+        })
+    }
+
+    /// The file the manifest came from: `<dir>/plugin.json`, or a Claude Code plugin's.
+    pub fn file_in(&self, dir: &Path) -> PathBuf {
+        match &self.claude {
+            Some(c) => c.manifest_file.clone(),
+            None => dir.join("plugin.json"),
+        }
+    }
+}
+
+/// Every string in `v` with `from` replaced by `to`.
+fn replace_strings(v: &mut Value, from: &str, to: &str) {
+    match v {
+        Value::String(s) if s.contains(from) => *s = s.replace(from, to),
+        Value::Array(a) => a.iter_mut().for_each(|x| replace_strings(x, from, to)),
+        Value::Object(o) => o.values_mut().for_each(|x| replace_strings(x, from, to)),
+        _ => {}
+    }
+}
+
+/// A manifest's text: a regular file of at most [`MAX_MANIFEST_BYTES`], refused unread when
+/// larger (a workspace can hold anything).
+fn read_manifest_text(file: &Path) -> Result<String, ManifestError> {
+    {
         use std::io::Read;
         let cannot_read = |e: std::io::Error| ManifestError::new(file, format!("cannot read: {e}"));
         let too_large = |len: u64| {
@@ -129,9 +279,11 @@ impl PluginManifest {
         if text.len() as u64 > MAX_MANIFEST_BYTES {
             return Err(too_large(text.len() as u64));
         }
-        Self::parse(file, &text)
+        Ok(text)
     }
+}
 
+impl PluginManifest {
     pub fn parse(file: &Path, text: &str) -> Result<Self, ManifestError> {
         let m: PluginManifest = serde_json::from_str(text)
             .map_err(|e| ManifestError::new(file, format!("not a valid plugin.json: {e}")))?;

@@ -142,8 +142,15 @@ pub async fn install(path: &Path, plugins_dir: &Path, workspace: &Path) -> Resul
     let stage = staging.path();
 
     let name = if meta.is_dir() {
-        let file = path.join("plugin.json");
-        let m = PluginManifest::load(&file).map_err(|e| e.to_string())?;
+        let file = crate::plugin_manifest::manifest_file(path).unwrap_or_else(|| path.join("plugin.json"));
+        let m = PluginManifest::load_dir(path)
+            .unwrap_or_else(|| {
+                Err(ManifestError::new(
+                    &file,
+                    "cannot read: no plugin.json (nor .claude-plugin/plugin.json)",
+                ))
+            })
+            .map_err(|e| e.to_string())?;
         if !valid_plugin_name(&m.name) {
             return Err(format!(
                 "{}: plugin name `{}` must be 1-63 characters of [A-Za-z0-9_-]",
@@ -179,14 +186,21 @@ pub async fn install(path: &Path, plugins_dir: &Path, workspace: &Path) -> Resul
     // user's path, not the staging folder.
     let unstage = |e: ManifestError| {
         let shown = if meta.is_dir() {
-            path.join("plugin.json")
+            crate::plugin_manifest::manifest_file(path).unwrap_or_else(|| path.join("plugin.json"))
         } else {
             path.to_path_buf()
         };
         format!("{}: {}", shown.display(), e.message)
     };
-    let file = stage.join("plugin.json");
-    let m = PluginManifest::load(&file).map_err(unstage)?;
+    let m = PluginManifest::load_dir(stage)
+        .unwrap_or_else(|| {
+            Err(ManifestError::new(
+                &stage.join("plugin.json"),
+                "cannot read: no plugin.json",
+            ))
+        })
+        .map_err(unstage)?;
+    let file = m.file_in(stage);
     let mut tools = Vec::new();
     if let Some(decl) = wasm_decl(stage, &file, &m).map_err(unstage)? {
         let shown = if meta.is_dir() {
@@ -338,8 +352,10 @@ pub fn list(plugins_dir: &Path) -> Vec<PluginRow> {
         if dir_name.starts_with('.') {
             continue;
         }
-        let file = dir.join("plugin.json");
-        let m = match PluginManifest::load(&file) {
+        let file = crate::plugin_manifest::manifest_file(&dir).unwrap_or_else(|| dir.join("plugin.json"));
+        let loaded = PluginManifest::load_dir(&dir)
+            .unwrap_or_else(|| Err(ManifestError::new(&file, "cannot read: no plugin.json")));
+        let m = match loaded {
             Ok(m) => m,
             Err(e) => {
                 rows.push(PluginRow {
@@ -389,7 +405,7 @@ pub fn remove(plugins_dir: &Path, name: &str) -> Result<PathBuf, String> {
         return Err(format!("`{name}` is not a plugin name"));
     }
     let dir = plugins_dir.join(name);
-    if !dir.join("plugin.json").is_file() {
+    if crate::plugin_manifest::manifest_file(&dir).is_none() {
         return Err(format!(
             "no installed plugin named `{name}` in {}",
             plugins_dir.display()

@@ -47,7 +47,12 @@ pub fn load_plugin_dir(
     registry: &Registry,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<LoadedPlugin, ManifestError> {
-    let manifest = PluginManifest::load(&dir.join("plugin.json"))?;
+    let manifest = PluginManifest::load_dir(dir).unwrap_or_else(|| {
+        Err(ManifestError::new(
+            &dir.join("plugin.json"),
+            "cannot read: no plugin.json",
+        ))
+    })?;
     load_plugin(
         dir,
         manifest,
@@ -66,7 +71,7 @@ pub fn load_plugin(
     registry: &Registry,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<LoadedPlugin, ManifestError> {
-    let file = dir.join("plugin.json");
+    let file = manifest.file_in(dir);
     let mut loaded = LoadedPlugin {
         name: manifest.name.clone(),
         dir: dir.to_path_buf(),

@@ -24,6 +24,9 @@ pub struct Skill {
     /// `false` with `disable-model-invocation: true`: left out of the index and refused by the
     /// `skill` tool; only a person runs it (`/skill NAME message`).
     pub model_invocable: bool,
+    /// A Claude Code plugin's slash command (`commands/NAME.md`, `file` is it): run as
+    /// `/NAME arguments`, `$ARGUMENTS` replaced; never in the index.
+    pub command: bool,
 }
 
 /// The index for the system prompt (S3) and the skills that did not fit.
@@ -199,6 +202,7 @@ pub fn parse_skill(dir: &Path, file: &Path, text: &str, warnings: &mut Vec<Diagn
         dir: dir.to_path_buf(),
         file: file.to_path_buf(),
         model_invocable: !fm.disable_model_invocation,
+        command: false,
     }
 }
 
@@ -389,6 +393,12 @@ impl ToolRunner for SkillTool {
                 exit_code: None,
             };
             let skill = skill.ok_or_else(|| fail(SkillFileError::UnknownSkill(name.to_string())))?;
+            if skill.command {
+                return Err(Failure::Failed {
+                    message: format!("`{name}` is a slash command for the user (`/{name}`), not a skill"),
+                    exit_code: None,
+                });
+            }
             if !skill.model_invocable {
                 return Err(Failure::Failed {
                     message: format!(
@@ -419,6 +429,78 @@ pub fn register_skill_tool(registry: &Registry, skills: &SharedSkills, warnings:
 /// Whether a registered tool is the built-in `skill` tool.
 pub fn is_skill_tool(spec: &ToolSpec) -> bool {
     spec.name == SKILL_TOOL && spec.source.kind == SourceKind::Builtin
+}
+
+/// A Claude Code plugin's `commands/*.md` (issue 14 item 9), sorted by name: user-invoked
+/// skills named by the file. The description is the frontmatter's, else the first line.
+pub fn load_commands(dir: &Path, warnings: &mut Vec<Diagnostic>) -> Vec<Skill> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let name = file.file_name().map(PathBuf::from).unwrap_or_default();
+        let text = match read_beneath(dir, &name, MAX_FILE_BYTES, false) {
+            Ok(b) => b.text(),
+            Err(e) => {
+                warnings.push(Diagnostic::in_file(
+                    DiagnosticKind::BrokenFile,
+                    &file,
+                    format!("{e}; the command is not loaded"),
+                ));
+                continue;
+            }
+        };
+        let (fm, body) = split_frontmatter(&text);
+        let description = fm
+            .and_then(|t| serde_yaml_ng::from_str::<Option<Frontmatter>>(t).ok().flatten())
+            .and_then(|f| f.description)
+            .map(|d| one_line(&d))
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| first_text_line(body));
+        out.push(Skill {
+            name: file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            description,
+            dir: dir.to_path_buf(),
+            file,
+            model_invocable: false,
+            command: true,
+        });
+    }
+    out
+}
+
+/// A plugin slash command: `/NAME arguments` for a command skill `NAME` becomes the command's
+/// body with `$ARGUMENTS` replaced by the arguments (appended when the body has none). `None`
+/// when `input` names no command.
+pub fn expand_command(input: &str, skills: &[Skill]) -> Option<Result<String, String>> {
+    let rest = input.strip_prefix('/')?;
+    let (name, args) = match rest.find(char::is_whitespace) {
+        Some(i) => (&rest[..i], rest[i..].trim()),
+        None => (rest, ""),
+    };
+    let skill = skills.iter().find(|s| s.command && s.name == name)?;
+    let file = skill.file.file_name().map(PathBuf::from).unwrap_or_default();
+    let text = match read_beneath(&skill.dir, &file, MAX_FILE_BYTES, false) {
+        Ok(b) => b.text(),
+        Err(e) => return Some(Err(format!("{}: {e}", skill.file.display()))),
+    };
+    let body = skill_body(&text).trim();
+    Some(Ok(if body.contains("$ARGUMENTS") {
+        body.replace("$ARGUMENTS", args)
+    } else if args.is_empty() {
+        body.to_string()
+    } else {
+        format!("{body}\n\n{args}")
+    }))
 }
 
 /// S6: expand `/skill NAME message` into the message sent to the model, with the skill's body

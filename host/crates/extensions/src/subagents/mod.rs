@@ -181,6 +181,45 @@ pub fn role_dirs(workspace: &Path, config_dir: Option<&Path>) -> Vec<PathBuf> {
 /// Load the roles from `dirs` (in precedence order) plus the built-ins not overridden.
 /// A broken file is a warning naming it; the others load.
 pub fn load_roles(dirs: &[PathBuf], warnings: &mut Vec<Diagnostic>) -> RoleSet {
+    load_roles_with_plugins(dirs, &[], warnings)
+}
+
+/// [`load_roles`] plus the `agents/` folders of Claude Code plugins (`(plugin, folder)`), after
+/// every other role. A plugin role whose name is taken is named `plugin:name` instead, as Claude
+/// Code namespaces them.
+pub fn load_roles_with_plugins(
+    dirs: &[PathBuf],
+    plugins: &[(String, PathBuf)],
+    warnings: &mut Vec<Diagnostic>,
+) -> RoleSet {
+    let mut roles = read_role_dirs(dirs, warnings);
+    let builtin: Vec<String> = builtin_roles().into_iter().map(|r| r.name).collect();
+    for (plugin, dir) in plugins {
+        for mut role in read_role_dirs(std::slice::from_ref(dir), warnings) {
+            if roles.iter().any(|r| r.name == role.name) || builtin.contains(&role.name) {
+                role.name = format!("{plugin}:{}", role.name);
+            }
+            if let Some(first) = roles.iter().find(|r| r.name == role.name) {
+                warnings.push(Diagnostic::in_file(
+                    DiagnosticKind::NameClash,
+                    role.file.as_deref().unwrap_or(Path::new("?")),
+                    format!(
+                        "sub-agent role `{}` clashes with the role of the same name in {}; the first one is kept",
+                        role.name,
+                        first.file.as_deref().unwrap_or(Path::new("?")).display()
+                    ),
+                ));
+                continue;
+            }
+            roles.push(role);
+        }
+    }
+    roles.extend(builtin_roles());
+    RoleSet::from_roles(roles)
+}
+
+/// The role files of `dirs`, in precedence order; a clash keeps the first (E7).
+fn read_role_dirs(dirs: &[PathBuf], warnings: &mut Vec<Diagnostic>) -> Vec<Role> {
     let mut roles: Vec<Role> = Vec::new();
     for dir in dirs {
         for file in md_files(dir) {
@@ -238,8 +277,7 @@ pub fn load_roles(dirs: &[PathBuf], warnings: &mut Vec<Diagnostic>) -> RoleSet {
             roles.push(role);
         }
     }
-    roles.extend(builtin_roles());
-    RoleSet::from_roles(roles)
+    roles
 }
 
 /// Largest role file read.
