@@ -434,16 +434,8 @@ pub fn is_skill_tool(spec: &ToolSpec) -> bool {
 /// A Claude Code plugin's `commands/*.md` (issue 14 item 9), sorted by name: user-invoked
 /// skills named by the file. The description is the frontmatter's, else the first line.
 pub fn load_commands(dir: &Path, warnings: &mut Vec<Diagnostic>) -> Vec<Skill> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
-    files.sort();
     let mut out = Vec::new();
-    for file in files {
+    for file in crate::subagents::md_files(dir) {
         let name = file.file_name().map(PathBuf::from).unwrap_or_default();
         let text = match read_beneath(dir, &name, MAX_FILE_BYTES, false) {
             Ok(b) => b.text(),

@@ -200,15 +200,7 @@ pub fn load_roles_with_plugins(
                 role.name = format!("{plugin}:{}", role.name);
             }
             if let Some(first) = roles.iter().find(|r| r.name == role.name) {
-                warnings.push(Diagnostic::in_file(
-                    DiagnosticKind::NameClash,
-                    role.file.as_deref().unwrap_or(Path::new("?")),
-                    format!(
-                        "sub-agent role `{}` clashes with the role of the same name in {}; the first one is kept",
-                        role.name,
-                        first.file.as_deref().unwrap_or(Path::new("?")).display()
-                    ),
-                ));
+                warnings.push(role_clash(&role, first));
                 continue;
             }
             roles.push(role);
@@ -216,6 +208,19 @@ pub fn load_roles_with_plugins(
     }
     roles.extend(builtin_roles());
     RoleSet::from_roles(roles)
+}
+
+/// E7: `role` is not loaded because `first`, of the same name, came first.
+fn role_clash(role: &Role, first: &Role) -> Diagnostic {
+    Diagnostic::in_file(
+        DiagnosticKind::NameClash,
+        role.file.as_deref().unwrap_or(Path::new("?")),
+        format!(
+            "sub-agent role `{}` clashes with the role of the same name in {}; the first one is kept",
+            role.name,
+            first.file.as_deref().unwrap_or(Path::new("?")).display()
+        ),
+    )
 }
 
 /// The role files of `dirs`, in precedence order; a clash keeps the first (E7).
@@ -263,15 +268,7 @@ fn read_role_dirs(dirs: &[PathBuf], warnings: &mut Vec<Diagnostic>) -> Vec<Role>
             }
             // E7
             if let Some(first) = roles.iter().find(|r| r.name == role.name) {
-                warnings.push(Diagnostic::in_file(
-                    DiagnosticKind::NameClash,
-                    &file,
-                    format!(
-                        "sub-agent role `{}` clashes with the role of the same name in {}; the first one is kept",
-                        role.name,
-                        first.file.as_deref().unwrap_or(Path::new("?")).display()
-                    ),
-                ));
+                warnings.push(role_clash(&role, first));
                 continue;
             }
             roles.push(role);
@@ -284,7 +281,7 @@ fn read_role_dirs(dirs: &[PathBuf], warnings: &mut Vec<Diagnostic>) -> Vec<Role>
 pub const MAX_ROLE_BYTES: u64 = 256 * 1024;
 
 /// `*.md` files of a folder, sorted by name; a missing folder has none.
-fn md_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn md_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
