@@ -373,4 +373,38 @@ mod tests {
         assert!(t.timeout(f).unwrap_err().to_string().contains("600"));
         assert_eq!(t.perm(f).unwrap(), Perm::Shell);
     }
+
+    /// Codex's `.codex-plugin/plugin.json` is read like Claude Code's; ours wins when both are
+    /// there; manifest paths may not leave the plugin folder.
+    #[test]
+    fn codex_and_claude_layouts() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path();
+        std::fs::create_dir_all(dir.join(".codex-plugin")).unwrap();
+        std::fs::create_dir_all(dir.join("commands")).unwrap();
+        std::fs::write(
+            dir.join(".codex-plugin/plugin.json"),
+            r#"{"name": "codex-tools", "mcpServers": {"s": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/s"}}}"#,
+        )
+        .unwrap();
+        let m = PluginManifest::load_dir(dir).unwrap().unwrap();
+        assert_eq!(m.name, "codex-tools");
+        let c = m.claude.as_ref().unwrap();
+        assert_eq!(c.manifest_file, dir.join(".codex-plugin/plugin.json"));
+        assert_eq!(c.commands.as_deref(), Some(dir.join("commands").as_path()));
+        assert_eq!(
+            m.mcp_servers.unwrap()["s"]["command"],
+            format!("{}/bin/s", dir.display())
+        );
+        std::fs::write(
+            dir.join(".codex-plugin/plugin.json"),
+            r#"{"name": "x", "agents": "../../etc"}"#,
+        )
+        .unwrap();
+        let e = PluginManifest::load_dir(dir).unwrap().unwrap_err();
+        assert!(e.message.contains("inside the plugin folder"), "{}", e.message);
+        std::fs::write(dir.join("plugin.json"), r#"{"name": "ours"}"#).unwrap();
+        assert_eq!(PluginManifest::load_dir(dir).unwrap().unwrap().name, "ours");
+        assert!(manifest_file(&dir.join("commands")).is_none());
+    }
 }
