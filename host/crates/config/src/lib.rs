@@ -10,6 +10,6 @@ pub mod secrets;
 pub mod settings;
 pub mod trust;
 
-pub use fs::sorted_subdirs;
+pub use fs::{sorted_md_files, sorted_subdirs};
 pub use mcp_source::{McpSource, Origin};
 pub use profile::ToolsProfile;

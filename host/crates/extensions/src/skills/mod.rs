@@ -435,7 +435,7 @@ pub fn is_skill_tool(spec: &ToolSpec) -> bool {
 /// skills named by the file. The description is the frontmatter's, else the first line.
 pub fn load_commands(dir: &Path, warnings: &mut Vec<Diagnostic>) -> Vec<Skill> {
     let mut out = Vec::new();
-    for file in crate::subagents::md_files(dir) {
+    for file in cst_config::sorted_md_files(dir) {
         let name = file.file_name().map(PathBuf::from).unwrap_or_default();
         let text = match read_beneath(dir, &name, MAX_FILE_BYTES, false) {
             Ok(b) => b.text(),

@@ -227,7 +227,7 @@ fn role_clash(role: &Role, first: &Role) -> Diagnostic {
 fn read_role_dirs(dirs: &[PathBuf], warnings: &mut Vec<Diagnostic>) -> Vec<Role> {
     let mut roles: Vec<Role> = Vec::new();
     for dir in dirs {
-        for file in md_files(dir) {
+        for file in cst_config::sorted_md_files(dir) {
             // Issue 13 item 7: a regular file inside the agents folder, at most MAX_ROLE_BYTES.
             let name = file.file_name().map(PathBuf::from).unwrap_or_default();
             let text = match read_beneath(dir, &name, MAX_ROLE_BYTES, false) {
@@ -279,19 +279,6 @@ fn read_role_dirs(dirs: &[PathBuf], warnings: &mut Vec<Diagnostic>) -> Vec<Role>
 
 /// Largest role file read.
 pub const MAX_ROLE_BYTES: u64 = 256 * 1024;
-
-/// `*.md` files of a folder, sorted by name; a missing folder has none.
-pub(crate) fn md_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "md") && !p.is_dir())
-        .collect();
-    files.sort();
-    files
-}
 
 /// `tools:` as a YAML list or as one comma-separated string (Claude Code writes the latter).
 #[derive(Debug, Deserialize)]
