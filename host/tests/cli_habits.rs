@@ -65,7 +65,7 @@ fn completions_and_help() {
         "{help}"
     );
     assert!(
-        help.contains("Exit codes: 0") && help.contains("130 cancelled"),
+        help.contains("Exit codes: 0") && help.contains("4 the answer was cut") && help.contains("130 cancelled"),
         "{help}"
     );
     server.finish_allow_unused();

@@ -31,7 +31,8 @@ pub mod code {
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Exit codes: 0 the model answered; 1 the model call or another step failed; \
-2 bad command line, no prompt or no model configuration; 3 --max-steps reached; 130 cancelled (Ctrl-C)."
+2 bad command line, no prompt or no model configuration; 3 --max-steps reached; 4 the answer was cut \
+at the model's output limit; 130 cancelled (Ctrl-C)."
 )]
 pub struct ExecArgs {
     /// The task. Read from stdin when absent or `-`; piped stdin is appended to a task given here.

@@ -371,8 +371,10 @@ pub fn expand_vars(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Stri
         if !is_var_name(name) {
             return Err(format!("${{{inner}}}"));
         }
-        match (env(name), default) {
-            (Some(v), _) if !(v.is_empty() && default.is_some()) => {
+        // `:-` also replaces an empty value, as the shell does.
+        let value = env(name).filter(|v| !(v.is_empty() && default.is_some()));
+        match (value, default) {
+            (Some(v), _) => {
                 // A value put into a server's env or args is a secret the host knows: it is
                 // redacted from every output from now on (the two folders VS Code names are not).
                 if !matches!(name, "workspaceFolder" | "userHome") {
@@ -380,9 +382,8 @@ pub fn expand_vars(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Stri
                 }
                 out.push_str(&v)
             }
-            (_, Some(d)) => out.push_str(d),
+            (None, Some(d)) => out.push_str(d),
             (None, None) => return Err(name.to_string()),
-            (Some(_), None) => {}
         }
         rest = &after[end + 1..];
     }
