@@ -73,3 +73,29 @@ fn a_bad_glob_is_a_usage_error() {
     );
     server.finish_allow_unused();
 }
+
+/// The allow-list never lets the model write the host's own files: `write_file` allowed for the
+/// run still cannot change `.agent/mcp.json` (that always asks, so headless it is refused).
+#[test]
+fn an_allowed_write_tool_still_cannot_write_host_files() {
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![
+            call("w1", "write_file", json!({"path": ".agent/mcp.json", "content": "{}"})),
+            call("w2", "write_file", json!({"path": "notes.txt", "content": "ok"})),
+        ]),
+        Reply::text("done"),
+    ]);
+    let f = Fixture::new(&server);
+    let out = f.run(&["exec", "--approval", "ask", "--allow-tool", "write_file", "go"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let reqs = server.requests();
+    let refused = reqs[1].tool_result("w1").unwrap_or_default();
+    assert!(refused.contains("always needs a person's approval"), "{refused}");
+    assert!(!f.ws().join(".agent/mcp.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(f.ws().join("notes.txt")).unwrap(),
+        "ok",
+        "allowed in `ask`"
+    );
+    server.finish();
+}
