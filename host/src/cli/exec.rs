@@ -159,9 +159,7 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         .headless(true)
         .max_steps(args.max_steps)
         .allow(allowed)
-        .mcp_notice(std::sync::Arc::new(|names: &[String]| {
-            eprintln!("waiting for MCP servers: {}", super::terminal_safe(&names.join(", ")))
-        }))
+        .mcp_notice(std::sync::Arc::new(super::mcp::print_waiting))
         .build()
         .await;
     eprintln!("{}", session.summary);

@@ -19,17 +19,18 @@ pub enum McpCmd {
 
 /// Start the session's MCP servers into `loaded.registry` and wait for them as every headless
 /// run does, up to [`mcp::manager::HEADLESS_WAIT`] (M7). Warnings go to stderr.
+/// What a headless run prints when MCP servers keep it waiting (after 2 s).
+pub fn print_waiting(names: &[String]) {
+    eprintln!("waiting for MCP servers: {}", super::terminal_safe(&names.join(", ")));
+}
+
 /// With `report_failures`, servers that failed or exited are warnings too (`tools`; `mcp list`
 /// shows them in its list).
 pub async fn start_and_wait(loaded: &Loaded, report_failures: bool) -> McpManager {
     let mut warnings = Vec::new();
     let manager = mcp::start(loaded.registry.clone(), &loaded.mcp_sources, &mut warnings);
     let wait = mcp::manager::HEADLESS_WAIT;
-    manager
-        .wait_ready_with_notice(wait, &|names: &[String]| {
-            eprintln!("waiting for MCP servers: {}", super::terminal_safe(&names.join(", ")))
-        })
-        .await;
+    manager.wait_ready_with_notice(wait, &print_waiting).await;
     warnings.extend(manager.warnings());
     warnings.extend(manager.still_starting(wait));
     if report_failures {

@@ -5,10 +5,11 @@
 //! a link to `/proc/self/environ`, `/dev/zero` or a file of the user's is refused, not read.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
+use cst_protocol::{Diagnostic, DiagnosticKind};
 
 /// Why a file was not read.
 #[derive(Debug, thiserror::Error)]
@@ -117,4 +118,23 @@ mod tests {
             Err(BoundedReadError::NotFound)
         ));
     }
+}
+
+/// The `*.md` files of `dir`, sorted by name, each read with [`read_beneath`] (at most `cap`
+/// bytes); one that is refused is a warning naming it, `{what} file …; the {what} is not
+/// loaded`, and is left out (role files, a plugin's slash commands).
+pub fn read_md_files(dir: &Path, cap: u64, what: &str, warnings: &mut Vec<Diagnostic>) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for file in cst_config::sorted_md_files(dir) {
+        let name = file.file_name().map(PathBuf::from).unwrap_or_default();
+        match read_beneath(dir, &name, cap, false) {
+            Ok(b) => out.push((file, b.text())),
+            Err(e) => warnings.push(Diagnostic::in_file(
+                DiagnosticKind::BrokenFile,
+                &file,
+                format!("{what} file {e}; the {what} is not loaded"),
+            )),
+        }
+    }
+    out
 }

@@ -435,19 +435,7 @@ pub fn is_skill_tool(spec: &ToolSpec) -> bool {
 /// skills named by the file. The description is the frontmatter's, else the first line.
 pub fn load_commands(dir: &Path, warnings: &mut Vec<Diagnostic>) -> Vec<Skill> {
     let mut out = Vec::new();
-    for file in cst_config::sorted_md_files(dir) {
-        let name = file.file_name().map(PathBuf::from).unwrap_or_default();
-        let text = match read_beneath(dir, &name, MAX_FILE_BYTES, false) {
-            Ok(b) => b.text(),
-            Err(e) => {
-                warnings.push(Diagnostic::in_file(
-                    DiagnosticKind::BrokenFile,
-                    &file,
-                    format!("{e}; the command is not loaded"),
-                ));
-                continue;
-            }
-        };
+    for (file, text) in crate::bounded_read::read_md_files(dir, MAX_FILE_BYTES, "command", warnings) {
         let (fm, body) = split_frontmatter(&text);
         let description = fm
             .and_then(|t| serde_yaml_ng::from_str::<Option<Frontmatter>>(t).ok().flatten())

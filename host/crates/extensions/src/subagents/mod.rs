@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::bounded_read::read_beneath;
 use crate::skills::{first_text_line, one_line, render_named_index, split_frontmatter, SkillIndex};
 use cst_protocol::{Diagnostic, DiagnosticKind};
 
@@ -227,20 +226,8 @@ fn role_clash(role: &Role, first: &Role) -> Diagnostic {
 fn read_role_dirs(dirs: &[PathBuf], warnings: &mut Vec<Diagnostic>) -> Vec<Role> {
     let mut roles: Vec<Role> = Vec::new();
     for dir in dirs {
-        for file in cst_config::sorted_md_files(dir) {
-            // Issue 13 item 7: a regular file inside the agents folder, at most MAX_ROLE_BYTES.
-            let name = file.file_name().map(PathBuf::from).unwrap_or_default();
-            let text = match read_beneath(dir, &name, MAX_ROLE_BYTES, false) {
-                Ok(b) => b.text(),
-                Err(e) => {
-                    warnings.push(Diagnostic::in_file(
-                        DiagnosticKind::BrokenFile,
-                        &file,
-                        format!("role file {e}; the role is not loaded"),
-                    ));
-                    continue;
-                }
-            };
+        // Issue 13 item 7: a regular file inside the agents folder, at most MAX_ROLE_BYTES.
+        for (file, text) in crate::bounded_read::read_md_files(dir, MAX_ROLE_BYTES, "role", warnings) {
             let role = match parse_role(&file, &text) {
                 Ok(r) => r,
                 Err(e) => {
