@@ -353,6 +353,8 @@ impl Router {
                     });
                 });
             }
+            // Implemented by the session-ops change that follows (same series of commits).
+            Op::Refuse { .. } | Op::SetModel { .. } | Op::SetApproval { .. } | Op::Clear => {}
             Op::UserTurn { .. } | Op::Shutdown => {}
         }
     }

@@ -271,6 +271,10 @@ impl HeadlessEvent {
             | Event::Reloaded { .. }
             | Event::UserMessage { .. }
             | Event::ReasoningDelta { .. }
+            | Event::McpServers { .. }
+            | Event::ModelChanged { .. }
+            | Event::ApprovalModeChanged { .. }
+            | Event::Cleared
             | Event::SessionClosed => return None,
         };
         Some(line)

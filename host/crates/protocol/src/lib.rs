@@ -67,8 +67,35 @@ pub enum Op {
     Answer { request_id: u64, answer: Option<String> },
     /// Reload extensions without restarting (E8); answered by [`Event::Reloaded`].
     Reload { what: ReloadTarget },
+    /// Refuse an [`Event::ApprovalRequested`] and tell the model why (the TUI's `n` with a
+    /// reason typed after it).
+    Refuse { request_id: u64, reason: String },
+    /// Use this model from the next turn on (`/model NAME`); answered by [`Event::ModelChanged`].
+    SetModel { model: String },
+    /// Change the approval mode at once (`/approval MODE`: `ask`, `auto`, `full`); answered by
+    /// [`Event::ApprovalModeChanged`], or a [`Event::Warning`] naming the modes when unknown.
+    SetApproval { mode: String },
+    /// Forget the conversation (`/clear`): the next turn starts from the system prompt. Applied
+    /// between turns; answered by [`Event::Cleared`].
+    Clear,
     /// Finish the session: the transcript is closed and the event stream ends.
     Shutdown,
+}
+
+/// One MCP server as a front end shows it (the TUI's sidebar and `/mcp`, M11, M12).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServerState {
+    pub name: String,
+    /// Where it was configured: `workspace`, `config`, `plugin NAME`, …
+    pub origin: String,
+    /// The file that configured it.
+    pub file: PathBuf,
+    /// `starting`, `ready`, `failed`, `exited` or `disabled`.
+    pub status: String,
+    /// Why it failed, or the last line an exited server wrote on stderr.
+    pub detail: Option<String>,
+    /// Tools it registered.
+    pub tools: usize,
 }
 
 /// What [`Op::Reload`] reloads.
@@ -445,6 +472,21 @@ pub enum Event {
         /// What went back to the parent (or why nothing did).
         report: String,
     },
+    /// Every MCP server and its state; sent at the start and again whenever one changes
+    /// (a handshake finished in the background, a server exited, a reload).
+    McpServers {
+        servers: Vec<McpServerState>,
+    },
+    /// [`Op::SetModel`] took effect: later turns use this model.
+    ModelChanged {
+        model: String,
+    },
+    /// [`Op::SetApproval`] took effect.
+    ApprovalModeChanged {
+        mode: String,
+    },
+    /// [`Op::Clear`] took effect: the conversation starts again from the system prompt.
+    Cleared,
     /// The session is over; no more events follow.
     SessionClosed,
 }
