@@ -13,6 +13,7 @@ const LAYERS: &[(&str, &str)] = &[
     ("cst-wasm", "crates/wasm"),
     ("cst-extensions", "crates/extensions"),
     ("cst-core", "crates/core"),
+    ("cst-tui", "crates/tui"),
     ("cst-agent", "."),
 ];
 

@@ -7,6 +7,7 @@ pub mod plugins;
 pub mod status;
 pub mod tools;
 pub mod trust;
+pub mod tui;
 
 use std::path::{Path, PathBuf};
 
@@ -24,7 +25,12 @@ pub mod exit {
 }
 
 #[derive(Debug, Parser)]
-#[command(name = "cst-agent", version, about = "AI coding-agent host and plugin platform")]
+#[command(
+    name = "cst-agent",
+    version,
+    about = "AI coding-agent host and plugin platform",
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     /// Workspace root (default: the nearest folder upwards holding `.git` or `.agent/`, else the
     /// current directory).
@@ -34,8 +40,12 @@ pub struct Cli {
     /// Tool profile: `default` loads extensions, `minimal` loads none.
     #[arg(long, global = true, value_enum, default_value_t = ToolsProfile::Default)]
     pub tools: ToolsProfile,
+    /// Without a subcommand: the interactive session's options.
+    #[command(flatten)]
+    pub tui: tui::TuiArgs,
+    /// Without one, `cst-agent` opens the interactive session (TUI).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -131,7 +141,10 @@ pub fn find_workspace_root(start: &Path) -> PathBuf {
 
 /// Run a parsed command line; returns the process exit code.
 pub async fn run(cli: Cli) -> i32 {
-    match &cli.command {
+    let Some(command) = &cli.command else {
+        return tui::run(&cli, &cli.tui).await;
+    };
+    match command {
         Command::Tools(cmd) => tools::run(&cli, cmd).await,
         Command::Exec(args) => exec::run(&cli, args).await,
         Command::Plugins(cmd) => plugins::run(&cli, cmd).await,
