@@ -12,6 +12,11 @@ if [ "$(uname -s)" = Linux ] && [ ! -x /usr/bin/bwrap ] && command -v apt-get >/
   apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null
 fi
 
+# tmux: the pseudo-terminal of the TUI's end-to-end test (host/tests/tui_e2e.rs).
+if ! command -v tmux >/dev/null && command -v apt-get >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends tmux >/dev/null
+fi
+
 # Third-party MCP servers for the MCP tests (M*), installed into target/ (never committed).
 PEERS=target/mcp-peers
 mkdir -p "$PEERS"

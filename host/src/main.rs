@@ -2,11 +2,26 @@ use clap::Parser;
 
 fn main() {
     let cli = cst_agent::cli::Cli::parse();
+    // The TUI owns the screen: its logs go to `CST_LOG_FILE`, or nowhere.
+    let log_file = match (&cli.command, std::env::var_os("CST_LOG_FILE")) {
+        (None, Some(path)) => std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ok()
+            .map(std::sync::Arc::new),
+        _ => None,
+    };
+    let to_screen = cli.command.is_some();
     tracing_subscriber::fmt()
-        .with_writer(|| RedactingStderr)
+        .with_writer(move || Redacting {
+            file: log_file.clone(),
+            to_screen,
+        })
         // No colour codes when stderr is not a terminal or NO_COLOR is set (no-color.org).
         .with_ansi(
-            std::io::IsTerminal::is_terminal(&std::io::stderr())
+            to_screen
+                && std::io::IsTerminal::is_terminal(&std::io::stderr())
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         )
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("CST_LOG").unwrap_or_else(|_| "warn".into()))
@@ -24,15 +39,22 @@ fn main() {
     std::process::exit(code);
 }
 
-/// The log's writer: stderr with every secret the host knows replaced (a plugin granted
-/// `env:NAME` may log the value; an error may quote a header). The formatter hands over one
-/// whole event per write, so a secret is never split across two writes.
-struct RedactingStderr;
+/// The log's writer: stderr (or the TUI's log file) with every secret the host knows replaced
+/// (a plugin granted `env:NAME` may log the value; an error may quote a header). The formatter
+/// hands over one whole event per write, so a secret is never split across two writes.
+struct Redacting {
+    file: Option<std::sync::Arc<std::fs::File>>,
+    to_screen: bool,
+}
 
-impl std::io::Write for RedactingStderr {
+impl std::io::Write for Redacting {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = cst_agent::cli::redact(&String::from_utf8_lossy(buf));
-        std::io::stderr().write_all(text.as_bytes())?;
+        if let Some(mut file) = self.file.as_deref() {
+            file.write_all(text.as_bytes())?;
+        } else if self.to_screen {
+            std::io::stderr().write_all(text.as_bytes())?;
+        }
         Ok(buf.len())
     }
 

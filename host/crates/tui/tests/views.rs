@@ -420,3 +420,46 @@ fn history_comes_back_with_up() {
     app.on_key(key(KeyCode::Down));
     assert_eq!(app.input.lines()[0], "second");
 }
+
+#[test]
+fn slash_commands_send_their_ops() {
+    let mut app = app();
+    let mut run = |app: &mut App, line: &str| {
+        type_text(app, line);
+        app.on_key(key(KeyCode::Enter))
+    };
+    // E8: reloads; M11: one server; S6: /skill goes to the session, which expands it.
+    assert!(matches!(run(&mut app, "/skills reload").as_slice(), [Op::Reload { what: ReloadTarget::Skills }]));
+    assert!(matches!(run(&mut app, "/plugins reload").as_slice(), [Op::Reload { what: ReloadTarget::Plugins }]));
+    assert!(matches!(run(&mut app, "/mcp reload").as_slice(), [Op::Reload { what: ReloadTarget::Mcp { server: None } }]));
+    assert!(
+        matches!(run(&mut app, "/mcp reload gh").as_slice(), [Op::Reload { what: ReloadTarget::Mcp { server: Some(s) } }] if s == "gh")
+    );
+    assert!(matches!(run(&mut app, "/skill review main.rs").as_slice(), [Op::UserTurn { text }] if text == "/skill review main.rs"));
+    assert!(matches!(run(&mut app, "/model gpt-5").as_slice(), [Op::SetModel { model }] if model == "gpt-5"));
+    assert!(matches!(run(&mut app, "/approval ask").as_slice(), [Op::SetApproval { mode }] if mode == "ask"));
+    assert!(matches!(run(&mut app, "/clear").as_slice(), [Op::Clear]));
+    // Without a trust function (tests), trust says it cannot and sends nothing.
+    assert!(run(&mut app, "/plugins trust").is_empty());
+    assert!(run(&mut app, "/help").is_empty());
+    assert!(matches!(app.overlay, Some(cst_tui::app::Overlay::Help)));
+    app.on_key(key(KeyCode::Esc));
+    assert!(matches!(run(&mut app, "/quit").as_slice(), [Op::Shutdown]));
+}
+
+#[test]
+fn trust_writes_through_the_binary_then_reloads() {
+    let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = calls.clone();
+    let trust: cst_tui::app::TrustFn = Box::new(move |t| {
+        seen.lock().expect("lock").push(t);
+        Ok(if t { "trusted workspace: /work/repo".into() } else { "workspace no longer trusted".into() })
+    });
+    let mut app = App::new(startup(), Some(trust));
+    type_text(&mut app, "/plugins trust");
+    assert!(matches!(app.on_key(key(KeyCode::Enter)).as_slice(), [Op::Reload { what: ReloadTarget::Trust }]));
+    type_text(&mut app, "/plugins untrust");
+    assert!(matches!(app.on_key(key(KeyCode::Enter)).as_slice(), [Op::Reload { what: ReloadTarget::Trust }]));
+    assert_eq!(*calls.lock().expect("lock"), vec![true, false]);
+    assert!(render(&mut app, 90, 14).contains("trusted workspace: /work/repo"));
+}
