@@ -19,7 +19,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -41,12 +41,22 @@ pub enum ApprovalMode {
 }
 
 impl ApprovalMode {
+    /// Every mode, in the order front ends list them.
+    pub const ALL: [ApprovalMode; 3] = [ApprovalMode::Ask, ApprovalMode::Auto, ApprovalMode::Full];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ApprovalMode::Ask => "ask",
             ApprovalMode::Auto => "auto",
             ApprovalMode::Full => "full",
         }
+    }
+
+    /// `ask`, `auto` or `full` (surrounding spaces and case ignored: a person typed it after
+    /// `/approval`); anything else is `None`.
+    pub fn parse(s: &str) -> Option<ApprovalMode> {
+        let s = s.trim();
+        Self::ALL.into_iter().find(|m| m.as_str().eq_ignore_ascii_case(s))
     }
 }
 
@@ -132,15 +142,24 @@ pub struct ApprovalRequest {
 /// Shows a request to a person; returns false when nobody is listening.
 pub type RequestSink = Box<dyn Fn(ApprovalRequest) -> bool + Send + Sync>;
 
+/// A person's answer as the gate receives it: a decision, or a refusal with the reason typed
+/// after it (`Op::Refuse`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Answer {
+    Decision(ApprovalDecision),
+    Refused(String),
+}
+
 /// The session's gate: applies the table, asks a person through events when needed, remembers
 /// "always" answers per tool for the session.
 pub struct ApprovalGate {
-    mode: ApprovalMode,
+    /// Changed at once by `/approval MODE` (`Op::SetApproval`), also for calls already asking.
+    mode: RwLock<ApprovalMode>,
     sandbox: bool,
     /// No person can answer: a call that would ask is refused and the model is told.
     headless: bool,
     always: Mutex<HashSet<String>>,
-    pending: Pending<ApprovalDecision>,
+    pending: Pending<Answer>,
     requests: Option<RequestSink>,
     /// The workspace and the host's own folders (config dir, cache dir) whose files the model's
     /// file tools never write without a person ([`host_file_write`]).
@@ -214,7 +233,7 @@ impl ApprovalGate {
     /// `requests` shows a request to a person; `None` (or `headless`) refuses what would ask.
     pub fn new(mode: ApprovalMode, headless: bool, requests: Option<RequestSink>) -> Self {
         Self {
-            mode,
+            mode: RwLock::new(mode),
             sandbox: cst_extensions::sandbox::available(),
             headless,
             always: Mutex::default(),
@@ -252,12 +271,30 @@ impl ApprovalGate {
     }
 
     pub fn mode(&self) -> ApprovalMode {
-        self.mode
+        *self.mode.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Switch the mode for every later decision (`/approval MODE`). Requests already shown to a
+    /// person keep waiting for their answer; "always" answers stay remembered.
+    pub fn set_mode(&self, mode: ApprovalMode) {
+        *self.mode.write().unwrap_or_else(|e| e.into_inner()) = mode;
     }
 
     /// Deliver a person's answer. Unknown ids (already answered, cancelled) are ignored.
     pub fn answer(&self, request_id: u64, decision: ApprovalDecision) {
-        self.pending.answer(request_id, decision);
+        self.pending.answer(request_id, Answer::Decision(decision));
+    }
+
+    /// Refuse a request and tell the model why: the call is denied with `the user declined this
+    /// call: <reason>`. An empty reason is a plain "no". Unknown ids are ignored.
+    pub fn refuse(&self, request_id: u64, reason: &str) {
+        let reason = reason.trim();
+        let answer = if reason.is_empty() {
+            Answer::Decision(ApprovalDecision::No)
+        } else {
+            Answer::Refused(reason.to_string())
+        };
+        self.pending.answer(request_id, answer);
     }
 
     /// Refuse every open request (the turn was cancelled).
@@ -267,16 +304,18 @@ impl ApprovalGate {
 
     /// `subagent`: the sub-agent making the call, named in the approval request.
     async fn decide(&self, spec: &ToolSpec, args: &Value, subagent: Option<u32>) -> Decision {
+        // One reading for the whole decision, so a mode switch mid-way cannot mix two modes.
+        let mode = self.mode();
         let host_file = self
             .host_files
             .as_ref()
             .and_then(|(ws, others)| host_file_write(ws, others, spec, args));
         if host_file.is_none() {
-            if let Verdict::Run { confinement } = verdict(self.mode, spec.perm, spec.confine_with, self.sandbox) {
+            if let Verdict::Run { confinement } = verdict(mode, spec.perm, spec.confine_with, self.sandbox) {
                 return Decision::Allow { confinement };
             }
         }
-        let confinement = confinement(self.mode, spec.confine_with);
+        let confinement = confinement(mode, spec.confine_with);
         if host_file.is_none() && self.allowed.allows(spec) {
             return Decision::Allow { confinement };
         }
@@ -295,7 +334,7 @@ impl ApprovalGate {
                  always needs a person's approval, whatever the approval mode",
                 spec.name
             ),
-            None => self.why(spec),
+            None => self.why(spec, mode),
         };
         let Some(requests) = self.requests.as_ref().filter(|_| !self.headless) else {
             let rerun = match host_file {
@@ -310,13 +349,13 @@ impl ApprovalGate {
             .await
     }
 
-    fn why(&self, spec: &ToolSpec) -> String {
+    fn why(&self, spec: &ToolSpec, mode: ApprovalMode) -> String {
         format!(
             "`{}` is a {} tool and the approval mode is `{}`{}",
             spec.name,
             spec.perm,
-            self.mode.as_str(),
-            if spec.perm == Perm::Shell && self.mode == ApprovalMode::Auto {
+            mode.as_str(),
+            if spec.perm == Perm::Shell && mode == ApprovalMode::Auto {
                 " with no shell sandbox on this system"
             } else {
                 ""
@@ -352,8 +391,8 @@ impl ApprovalGate {
             };
         }
         match rx.await {
-            Ok(ApprovalDecision::Yes) => Decision::Allow { confinement },
-            Ok(ApprovalDecision::Always) => {
+            Ok(Answer::Decision(ApprovalDecision::Yes)) => Decision::Allow { confinement },
+            Ok(Answer::Decision(ApprovalDecision::Always)) => {
                 if remember {
                     self.always
                         .lock()
@@ -362,8 +401,11 @@ impl ApprovalGate {
                 }
                 Decision::Allow { confinement }
             }
-            Ok(ApprovalDecision::No) => Decision::Deny {
+            Ok(Answer::Decision(ApprovalDecision::No)) => Decision::Deny {
                 reason: "the user declined this call".into(),
+            },
+            Ok(Answer::Refused(reason)) => Decision::Deny {
+                reason: format!("the user declined this call: {reason}"),
             },
             Err(_) => Decision::Deny {
                 reason: "the approval request was withdrawn (turn cancelled)".into(),
@@ -495,5 +537,69 @@ mod tests {
         );
         let other = spec("other", Perm::Net);
         assert!(matches!(gate.check(&other, &Value::Null).await, Decision::Deny { .. }));
+    }
+
+    #[test]
+    fn modes_parse_as_a_person_types_them() {
+        assert_eq!(ApprovalMode::parse("ask"), Some(ApprovalMode::Ask));
+        assert_eq!(ApprovalMode::parse(" Full "), Some(ApprovalMode::Full));
+        assert_eq!(ApprovalMode::parse("auto"), Some(ApprovalMode::Auto));
+        for bad in ["", "yolo", "au to", "askx"] {
+            assert_eq!(ApprovalMode::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    /// A gate whose requests are answered by `answer` (request id → what the person does).
+    fn answered_gate(
+        mode: ApprovalMode,
+        answer: impl Fn(&ApprovalGate, u64) + Send + 'static,
+    ) -> std::sync::Arc<ApprovalGate> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ApprovalRequest>();
+        let sink: RequestSink = Box::new(move |r| tx.send(r).is_ok());
+        let gate = std::sync::Arc::new(ApprovalGate::new(mode, false, Some(sink)).with_sandbox(true));
+        let g2 = gate.clone();
+        tokio::spawn(async move {
+            while let Some(r) = rx.recv().await {
+                answer(&g2, r.request_id);
+            }
+        });
+        gate
+    }
+
+    #[tokio::test]
+    async fn a_refusal_tells_the_model_the_reason() {
+        let gate = answered_gate(ApprovalMode::Ask, |g, id| g.refuse(id, "  use the staging bucket  "));
+        match gate.check(&spec("upload", Perm::Net), &Value::Null).await {
+            Decision::Deny { reason } => {
+                assert_eq!(reason, "the user declined this call: use the staging bucket")
+            }
+            d => panic!("{d:?}"),
+        }
+        // An empty reason is a plain no.
+        let gate = answered_gate(ApprovalMode::Ask, |g, id| g.refuse(id, " "));
+        match gate.check(&spec("upload", Perm::Net), &Value::Null).await {
+            Decision::Deny { reason } => assert_eq!(reason, "the user declined this call"),
+            d => panic!("{d:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_mode_changes_at_once() {
+        let gate = answered_gate(ApprovalMode::Auto, |g, id| g.answer(id, ApprovalDecision::No));
+        let write = spec("write_file", Perm::Write);
+        assert!(matches!(gate.check(&write, &Value::Null).await, Decision::Allow { .. }));
+        gate.set_mode(ApprovalMode::Ask);
+        assert_eq!(gate.mode(), ApprovalMode::Ask);
+        match gate.check(&write, &Value::Null).await {
+            Decision::Deny { reason } => assert_eq!(reason, "the user declined this call"),
+            d => panic!("{d:?}"),
+        }
+        gate.set_mode(ApprovalMode::Full);
+        assert_eq!(
+            gate.check(&spec("fetch", Perm::Net), &Value::Null).await,
+            Decision::Allow {
+                confinement: Confinement::None
+            }
+        );
     }
 }

@@ -22,6 +22,7 @@ use crate::approvals::ApprovalMode;
 use crate::events::EventSink;
 use crate::model::ModelClient;
 use crate::prompt;
+use crate::resume::Resumed;
 use crate::session::{spawn, SessionConfig, SessionHandle, DEFAULT_MAX_STEPS};
 use crate::session_extensions::SessionExtensions;
 use cst_config::ToolsProfile;
@@ -44,6 +45,7 @@ pub struct SessionBuilder {
     mcp_notice: Option<McpNotice>,
     allowed: crate::approvals::AllowList,
     sinks: Vec<Arc<dyn EventSink>>,
+    resumed: Option<Resumed>,
 }
 
 /// Told the names of the MCP servers a headless start is still waiting for (after 2 s).
@@ -75,6 +77,7 @@ impl SessionBuilder {
             mcp_notice: None,
             allowed: Default::default(),
             sinks: Vec::new(),
+            resumed: None,
         }
     }
 
@@ -135,6 +138,16 @@ impl SessionBuilder {
         self
     }
 
+    /// Continue a session read with [`crate::resume::load`]: the main agent's history starts as
+    /// the current system prompt followed by [`Resumed::history`]. The session gets a new id and
+    /// a new transcript whose header says `resumed_from` and is followed by the old records, so
+    /// it can be resumed in turn. The model is still the builder's: a front end that wants the
+    /// old one passes `model.with_model(&resumed.model)` to [`SessionBuilder::new`].
+    pub fn resume(mut self, resumed: Resumed) -> Self {
+        self.resumed = Some(resumed);
+        self
+    }
+
     pub async fn build(self) -> Session {
         let (mut ext, mut warnings) = SessionExtensions::load(LoadOptions {
             workspace: self.workspace.clone(),
@@ -174,6 +187,7 @@ impl SessionBuilder {
         config.sinks = self.sinks;
         config.startup_warnings = startup_warnings;
         config.allowed = self.allowed;
+        config.resumed = self.resumed;
         config.extensions = Some(ext);
         Session {
             handle: spawn(config),

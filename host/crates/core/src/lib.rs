@@ -9,6 +9,7 @@
 //! - [`events`]: the one event path (the bus and its sinks); [`transcript`]: the JSONL files,
 //!   written by a sink.
 //! - [`approvals`] and [`questions`]: what a person is asked; [`model`]: the model client.
+//! - [`resume`]: a session read back from its transcript, to continue it.
 
 pub mod agent;
 pub mod approvals;
@@ -18,6 +19,7 @@ pub mod model;
 mod pending;
 pub mod prompt;
 pub mod questions;
+pub mod resume;
 pub mod session;
 pub mod session_extensions;
 mod subagent;

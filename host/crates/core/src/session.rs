@@ -1,7 +1,9 @@
 //! The session task: driven by [`Op`]s, it emits [`Event`]s on its [`EventBus`]. Turns are
-//! queued and run one at a time by the agent loop ([`crate::agent`]); cancel, approval answers,
-//! question answers and reloads act at once, even mid-turn. The session owns its loaded
-//! extensions ([`SessionExtensions`]) and shuts them down (MCP servers) before it closes.
+//! queued and run one at a time by the agent loop ([`crate::agent`]), and so are `/model` and
+//! `/clear`, in order with them; cancel, approval answers and refusals, question answers, the
+//! approval mode and reloads act at once, even mid-turn. The session owns its loaded extensions
+//! ([`SessionExtensions`]), reports its MCP servers' states as they change
+//! ([`Event::McpServers`]) and shuts the servers down before it closes.
 //!
 //! Front ends build sessions with [`SessionBuilder`](crate::builder::SessionBuilder); [`spawn`]
 //! is the layer under it, for sessions whose tools are assembled by hand (tests, benchmarks).
@@ -17,9 +19,11 @@ use crate::approvals::{ApprovalGate, ApprovalMode, RequestSink};
 use crate::events::{EventBus, EventSink};
 use crate::model::{ChatMessage, ModelClient};
 use crate::questions::QuestionBroker;
-use crate::session_extensions::SessionExtensions;
+use crate::resume::Resumed;
+use crate::session_extensions::{mcp_server_states, SessionExtensions};
 use crate::transcript::{Record, Redactor, Transcript, TranscriptOf, TranscriptSink};
 use crate::{prompt, subagent};
+use cst_extensions::mcp::McpManager;
 use cst_extensions::subagents::RoleSet;
 use cst_protocol::{Diagnostic, DiagnosticKind, Event, Op, ReloadSummary, TurnEnd};
 use cst_registry::question::Questions;
@@ -58,6 +62,9 @@ pub struct SessionConfig {
     pub startup_warnings: Vec<String>,
     /// Tools approved for the whole session (`--allow-tool`, `--allow-server`).
     pub allowed: crate::approvals::AllowList,
+    /// A session to continue (see `SessionBuilder::resume`): its history follows the system
+    /// prompt and its records are copied into the new transcript.
+    pub resumed: Option<Resumed>,
 }
 
 impl SessionConfig {
@@ -79,6 +86,7 @@ impl SessionConfig {
             sinks: Vec::new(),
             startup_warnings: Vec::new(),
             allowed: Default::default(),
+            resumed: None,
         }
     }
 }
@@ -100,6 +108,14 @@ pub fn new_session_id() -> String {
     format!("{secs}-{}", &uuid[..8])
 }
 
+/// What the turn queue runs, in the order the ops came: turns, and the ops that must not change
+/// a turn under way.
+enum Queued {
+    Turn(String),
+    SetModel(String),
+    Clear,
+}
+
 /// The prompts a reload rebuilds; agents read them before each model call.
 #[derive(Clone)]
 struct Prompts {
@@ -117,9 +133,10 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
     config.model.config().remember_secrets();
     let mut secrets = config.secrets.clone();
     secrets.extend(config.model.config().api_key.clone());
+    let resumed = config.resumed.take();
     let transcript = config
         .transcript
-        .then(|| open_transcript(&config, &session_id, &secrets, &bus));
+        .then(|| open_transcript(&config, &session_id, &secrets, &bus, resumed.as_ref()));
     let transcript = transcript.flatten();
     for sink in &config.sinks {
         bus.add(sink.clone());
@@ -155,6 +172,13 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
             message: message.clone(),
         });
     }
+    // The manager is cheap to clone: the watcher never needs the extensions' lock, which a
+    // reload holds while servers stop and start.
+    let mcp_watch = CancellationToken::new();
+    let mcp_watcher = config
+        .extensions
+        .as_ref()
+        .map(|ext| watch_mcp(ext.mcp.clone(), bus.clone(), mcp_watch.clone()));
 
     let prompts = Prompts {
         main: Arc::new(RwLock::new(config.system_prompt.clone())),
@@ -162,7 +186,7 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
     };
     let extensions = Arc::new(tokio::sync::Mutex::new(config.extensions));
     let current_cancel = Arc::new(Mutex::new(CancellationToken::new()));
-    let (turn_tx, mut turn_rx) = mpsc::unbounded_channel::<String>();
+    let (turn_tx, mut turn_rx) = mpsc::unbounded_channel::<Queued>();
 
     // Op router: turns are queued; everything else acts at once, even mid-turn.
     let router = Router {
@@ -179,7 +203,20 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
         while let Some(op) = op_rx.recv().await {
             match op {
                 Op::UserTurn { text } => {
-                    let _ = turn_tx.send(text);
+                    let _ = turn_tx.send(Queued::Turn(text));
+                }
+                Op::SetModel { model } => match model.trim() {
+                    "" => {
+                        router.bus.emit(Event::Warning {
+                            message: "`/model` needs a model name (`/model NAME`); the model did not change".into(),
+                        });
+                    }
+                    name => {
+                        let _ = turn_tx.send(Queued::SetModel(name.to_string()));
+                    }
+                },
+                Op::Clear => {
+                    let _ = turn_tx.send(Queued::Clear);
                 }
                 Op::Shutdown => break,
                 other => router.handle(other),
@@ -192,7 +229,7 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
     let subagents = Arc::new(subagent::SubAgents {
         workspace: config.workspace.clone(),
         registry: config.registry.clone(),
-        model: config.model.clone(),
+        model: RwLock::new(config.model.clone()),
         default_max_steps: config.max_steps,
         gate: gate.clone(),
         events: bus.clone(),
@@ -205,10 +242,13 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
         }),
         next_n: Default::default(),
     });
+    // A resumed conversation follows today's system prompt (the one its skills and roles are).
+    let mut history = vec![ChatMessage::System {
+        content: config.system_prompt.clone(),
+    }];
+    history.extend(resumed.as_ref().map(Resumed::history).unwrap_or_default());
     let mut agent = Agent {
-        history: vec![ChatMessage::System {
-            content: config.system_prompt.clone(),
-        }],
+        history,
         workspace: config.workspace.clone(),
         registry: config.registry.clone(),
         model: config.model.clone(),
@@ -218,12 +258,30 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
         system_prompt: Some(prompts.main.clone()),
         questions: questions.map(|q| q as Arc<dyn Questions>),
         scope: None,
-        subagents: Some(subagents),
+        subagents: Some(subagents.clone()),
         sub: None,
         usage: None,
     };
     tokio::spawn(async move {
-        while let Some(text) = turn_rx.recv().await {
+        while let Some(queued) = turn_rx.recv().await {
+            let text = match queued {
+                Queued::Turn(text) => text,
+                Queued::SetModel(name) => {
+                    // Between turns, so no model call and no sub-agent is under way.
+                    agent.model = agent.model.with_model(&name);
+                    let mut sub = subagents.model.write().unwrap_or_else(|e| e.into_inner());
+                    *sub = sub.with_model(&name);
+                    drop(sub);
+                    agent.events.emit(Event::ModelChanged { model: name });
+                    continue;
+                }
+                Queued::Clear => {
+                    let content = prompts.main.read().unwrap_or_else(|e| e.into_inner()).clone();
+                    agent.history = vec![ChatMessage::System { content }];
+                    agent.events.emit(Event::Cleared);
+                    continue;
+                }
+            };
             let cancel = CancellationToken::new();
             *current_cancel.lock().unwrap_or_else(|e| e.into_inner()) = cancel.clone();
             agent.events.emit(Event::TurnStarted);
@@ -249,6 +307,12 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
                 usage: agent.usage,
             });
         }
+        // The session is ending: its servers' last states ("stopped by the host") are no news, and
+        // nothing may follow SessionClosed.
+        mcp_watch.cancel();
+        if let Some(watcher) = mcp_watcher {
+            let _ = watcher.await;
+        }
         // The session owns its extensions: MCP servers stop before the session says it closed.
         if let Some(ext) = extensions.lock().await.take() {
             ext.shutdown().await;
@@ -263,12 +327,43 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
     }
 }
 
-/// Create `main.jsonl`, write its header and put its sink on the bus.
+/// Report the MCP servers' states now ([`Event::McpServers`]) and again each time they change,
+/// until `stop`. Runs on its own task; returns it.
+fn watch_mcp(mcp: McpManager, bus: EventBus, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+    // Subscribed before the first reading, so a change in between is not lost.
+    let mut changed = mcp.subscribe();
+    let mut last = mcp_server_states(&mcp);
+    bus.emit(Event::McpServers { servers: last.clone() });
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                _ = stop.cancelled() => break,
+                r = changed.changed() => {
+                    if r.is_err() {
+                        break;
+                    }
+                    // A bump can leave what a front end shows unchanged (a reload that kept
+                    // everything); only news is sent.
+                    let now = mcp_server_states(&mcp);
+                    if now != last {
+                        bus.emit(Event::McpServers { servers: now.clone() });
+                        last = now;
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Create `main.jsonl`, write its header (and a resumed session's records) and put its sink on
+/// the bus.
 fn open_transcript(
     config: &SessionConfig,
     session_id: &str,
     secrets: &[String],
     bus: &EventBus,
+    resumed: Option<&Resumed>,
 ) -> Option<Arc<Transcript>> {
     match Transcript::create(&config.workspace, session_id, Redactor::new(secrets.to_vec())) {
         Ok(t) => {
@@ -280,7 +375,12 @@ fn open_transcript(
                 workspace: config.workspace.clone(),
                 approval: config.approval.as_str().into(),
                 system_prompt: config.system_prompt.clone(),
+                resumed_from: resumed.map(|r| r.session_id.clone()),
             });
+            // So that this session, resumed in turn, still has the whole conversation.
+            for record in resumed.map(Resumed::records_for_copy).unwrap_or_default() {
+                t.write(&record);
+            }
             bus.add(Arc::new(TranscriptSink::new(t.clone(), TranscriptOf::Main)));
             Some(t)
         }
@@ -353,9 +453,28 @@ impl Router {
                     });
                 });
             }
-            // Implemented by the session-ops change that follows (same series of commits).
-            Op::Refuse { .. } | Op::SetModel { .. } | Op::SetApproval { .. } | Op::Clear => {}
-            Op::UserTurn { .. } | Op::Shutdown => {}
+            Op::Refuse { request_id, reason } => self.gate.refuse(request_id, &reason),
+            Op::SetApproval { mode } => match ApprovalMode::parse(&mode) {
+                Some(mode) => {
+                    self.gate.set_mode(mode);
+                    self.bus.emit(Event::ApprovalModeChanged {
+                        mode: mode.as_str().into(),
+                    });
+                }
+                None => {
+                    let modes: Vec<&str> = ApprovalMode::ALL.iter().map(|m| m.as_str()).collect();
+                    self.bus.emit(Event::Warning {
+                        message: format!(
+                            "unknown approval mode `{}`; the modes are {}; it stays `{}`",
+                            mode.trim(),
+                            modes.join(", "),
+                            self.gate.mode().as_str()
+                        ),
+                    });
+                }
+            },
+            // The turn queue takes these (see `spawn`).
+            Op::UserTurn { .. } | Op::SetModel { .. } | Op::Clear | Op::Shutdown => {}
         }
     }
 

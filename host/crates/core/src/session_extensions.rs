@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use cst_extensions::discovery::{self, LoadOptions, Loaded, ReloadReport};
 use cst_extensions::mcp::{self, McpChanges, McpManager, ServerStatus};
-use cst_protocol::{Changed, Diagnostic, DiagnosticKind, ExtensionKind, ReloadSummary, ReloadTarget};
+use cst_protocol::{Changed, Diagnostic, DiagnosticKind, ExtensionKind, McpServerState, ReloadSummary, ReloadTarget};
 
 /// Owned by one session.
 pub struct SessionExtensions {
@@ -89,6 +89,25 @@ impl SessionExtensions {
     pub async fn shutdown(self) {
         self.mcp.shutdown().await;
     }
+}
+
+/// Every MCP server of `mcp` as a front end shows it (`Event::McpServers`, M11, M12).
+pub fn mcp_server_states(mcp: &McpManager) -> Vec<McpServerState> {
+    mcp.servers()
+        .into_iter()
+        .map(|info| McpServerState {
+            detail: match &info.status {
+                // Why it failed, or the last line an exited server wrote on stderr (M11).
+                ServerStatus::Failed(why) | ServerStatus::Exited(why) => Some(why.clone()),
+                _ => None,
+            },
+            status: info.status.label().to_string(),
+            tools: info.tools.len(),
+            name: info.name,
+            origin: info.origin,
+            file: info.file,
+        })
+        .collect()
 }
 
 fn server(name: &str) -> Changed {

@@ -25,7 +25,9 @@ use cst_registry::{Failure, Invocation, Registry, ToolScope};
 pub(crate) struct SubAgents {
     pub workspace: PathBuf,
     pub registry: Arc<Registry>,
-    pub model: ModelClient,
+    /// The session's model (`/model` changes it between turns, so never while one runs); a
+    /// role's own `model` is asked of the same provider.
+    pub model: RwLock<ModelClient>,
     /// Step limit of a role without `max_steps`: the session's.
     pub default_max_steps: u32,
     pub gate: Arc<ApprovalGate>,
@@ -67,9 +69,12 @@ impl SubAgents {
         };
         let n = self.next_n.fetch_add(1, Ordering::Relaxed) + 1;
         let call_id = call.ctx.call_id.clone().unwrap_or_default();
-        let model = match &role.model {
-            Some(m) => self.model.with_model(m),
-            None => self.model.clone(),
+        let model = {
+            let session = self.model.read().unwrap_or_else(|e| e.into_inner());
+            match &role.model {
+                Some(m) => session.with_model(m),
+                None => session.clone(),
+            }
         };
         let max_steps = role.max_steps.unwrap_or(self.default_max_steps);
         let scope = Self::scope(&role);

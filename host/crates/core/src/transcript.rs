@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::events::EventSink;
@@ -97,8 +97,9 @@ pub fn session_dir(workspace: &Path, session_id: &str) -> PathBuf {
     workspace.join(".agent").join("sessions").join(session_id)
 }
 
-/// One line of a transcript. `type` names the variant.
-#[derive(Debug, Clone, Serialize)]
+/// One line of a transcript. `type` names the variant. Read back by [`crate::resume`]; every
+/// line also has `time_ms`, which reading ignores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Record {
     /// The first line of `main.jsonl`.
@@ -109,6 +110,10 @@ pub enum Record {
         workspace: PathBuf,
         approval: String,
         system_prompt: String,
+        /// The session this one resumed: the records after this header, up to the first new
+        /// one, are that session's, copied over.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resumed_from: Option<String>,
     },
     /// The first line of `sub-N.jsonl`.
     Subagent {
@@ -161,6 +166,17 @@ pub enum Record {
     SessionEnd {
         reason: String,
     },
+    /// `/model NAME` took effect: later model calls use `model`.
+    ModelChanged {
+        model: String,
+    },
+    /// `/approval MODE` took effect.
+    ApprovalChanged {
+        mode: String,
+    },
+    /// `/clear` took effect: the conversation before this line is no longer the model's
+    /// (resuming starts after the last one).
+    Clear,
 }
 
 /// An open transcript.
@@ -380,6 +396,9 @@ impl TranscriptSink {
                     usage: *usage,
                 });
             }
+            Event::ModelChanged { model } => t.write(&Record::ModelChanged { model: model.clone() }),
+            Event::ApprovalModeChanged { mode } => t.write(&Record::ApprovalChanged { mode: mode.clone() }),
+            Event::Cleared => t.write(&Record::Clear),
             Event::SessionClosed => t.close(st.last_end.as_deref().unwrap_or("no turn")),
             _ => {}
         }

@@ -68,15 +68,21 @@ pub enum Op {
     /// Reload extensions without restarting (E8); answered by [`Event::Reloaded`].
     Reload { what: ReloadTarget },
     /// Refuse an [`Event::ApprovalRequested`] and tell the model why (the TUI's `n` with a
-    /// reason typed after it).
+    /// reason typed after it): the call is denied with `the user declined this call: <reason>`.
+    /// An empty reason is a plain [`ApprovalDecision::No`].
     Refuse { request_id: u64, reason: String },
-    /// Use this model from the next turn on (`/model NAME`); answered by [`Event::ModelChanged`].
+    /// Use this model (same server and key) for later turns and the sub-agents they start
+    /// (`/model NAME`). Queued in order with [`Op::UserTurn`]s: it takes effect once the turns
+    /// sent before it have finished, then [`Event::ModelChanged`] follows. An empty name is
+    /// answered at once by an [`Event::Warning`] and changes nothing.
     SetModel { model: String },
-    /// Change the approval mode at once (`/approval MODE`: `ask`, `auto`, `full`); answered by
-    /// [`Event::ApprovalModeChanged`], or a [`Event::Warning`] naming the modes when unknown.
+    /// Change the approval mode at once, also for the turn under way (`/approval MODE`: `ask`,
+    /// `auto`, `full`); answered by [`Event::ApprovalModeChanged`], or an [`Event::Warning`]
+    /// naming the modes when unknown (then nothing changes).
     SetApproval { mode: String },
-    /// Forget the conversation (`/clear`): the next turn starts from the system prompt. Applied
-    /// between turns; answered by [`Event::Cleared`].
+    /// Forget the conversation (`/clear`): the next turn starts from the system prompt. Queued
+    /// in order with [`Op::UserTurn`]s (applied between turns); answered by [`Event::Cleared`].
+    /// The transcript marks it, so resuming starts after it.
     Clear,
     /// Finish the session: the transcript is closed and the event stream ends.
     Shutdown,
@@ -472,8 +478,10 @@ pub enum Event {
         /// What went back to the parent (or why nothing did).
         report: String,
     },
-    /// Every MCP server and its state; sent at the start and again whenever one changes
-    /// (a handshake finished in the background, a server exited, a reload).
+    /// Every MCP server and its state; sent right after [`Event::SessionStarted`] (and its
+    /// warnings) and again whenever one changes (a handshake finished in the background, a
+    /// server exited, a reload). Only sessions built with extensions send it, and none while
+    /// the session shuts its servers down.
     McpServers {
         servers: Vec<McpServerState>,
     },
