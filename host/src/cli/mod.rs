@@ -25,12 +25,7 @@ pub mod exit {
 }
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "cst-agent",
-    version,
-    about = "AI coding-agent host and plugin platform",
-    args_conflicts_with_subcommands = true
-)]
+#[command(name = "cst-agent", version, about = "AI coding-agent host and plugin platform")]
 pub struct Cli {
     /// Workspace root (default: the nearest folder upwards holding `.git` or `.agent/`, else the
     /// current directory).

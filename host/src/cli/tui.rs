@@ -4,8 +4,11 @@
 use super::Cli;
 use cst_core::approvals::ApprovalMode;
 use cst_core::model::{ModelClient, ModelConfig, ModelOverrides};
-use cst_core::SessionBuilder;
+use cst_core::transcript::Record;
+use cst_core::{resume, SessionBuilder};
+use cst_protocol::Outcome;
 use cst_tui::app::{Startup, TrustFn};
+use cst_tui::Replay;
 
 /// Options of the interactive session (given before any subcommand).
 #[derive(Debug, Clone, clap::Args)]
@@ -19,21 +22,85 @@ pub struct TuiArgs {
     /// Chat Completions base URL (overrides OPENAI_BASE_URL and settings.json `model.base_url`).
     #[arg(long, value_name = "URL", env = "CST_BASE_URL")]
     pub base_url: Option<String>,
+    /// Reopen this workspace's last session from its transcript.
+    #[arg(long = "continue", short = 'c', conflicts_with = "resume")]
+    pub continue_last: bool,
+    /// Reopen the session with this id (a folder of `.agent/sessions/`).
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+}
+
+/// The session to reopen, if asked for: `Err` says why it cannot be.
+fn resumed(workspace: &std::path::Path, args: &TuiArgs) -> Result<Option<resume::Resumed>, String> {
+    let id = match (&args.resume, args.continue_last) {
+        (Some(id), _) => id.clone(),
+        (None, true) => resume::last_session_id(workspace).ok_or_else(|| {
+            format!(
+                "no session to continue in {}; `cst-agent` starts a new one",
+                workspace.join(".agent/sessions").display()
+            )
+        })?,
+        (None, false) => return Ok(None),
+    };
+    resume::load(workspace, &id).map(Some)
+}
+
+/// What the chat shows of a reopened conversation: its messages and tool calls.
+fn replay(resumed: &resume::Resumed) -> Vec<Replay> {
+    let outcome = |s: &str| match s {
+        "ok" => Outcome::Ok,
+        "denied" => Outcome::Denied,
+        "timeout" => Outcome::TimedOut,
+        "cancelled" => Outcome::Cancelled,
+        _ => Outcome::Error,
+    };
+    resumed
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Message { role, content, .. } => Some(Replay::Message {
+                role: role.clone(),
+                text: super::redact(content),
+            }),
+            Record::ToolCall {
+                call_id,
+                tool,
+                source,
+                args,
+                result,
+                outcome: o,
+                duration_ms,
+                ..
+            } => Some(Replay::Tool {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                source: source.clone(),
+                args: args.clone(),
+                output: super::redact(result),
+                outcome: outcome(o),
+                duration: std::time::Duration::try_from_secs_f64(duration_ms / 1000.0).unwrap_or_default(),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 pub async fn run(cli: &Cli, args: &TuiArgs) -> i32 {
-    use std::io::IsTerminal;
-    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
-        eprintln!("error: the interactive session needs a terminal; use `cst-agent exec \"PROMPT\"` in scripts");
-        return super::exit::USAGE;
-    }
     let workspace = cli.workspace_dir();
     if !workspace.is_dir() {
         eprintln!("error: workspace {} is not a folder", workspace.display());
         return super::exit::USAGE;
     }
+    let resumed = match resumed(&workspace, args) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return super::exit::USAGE;
+        }
+    };
     let config = match ModelConfig::resolve(&ModelOverrides {
-        model: args.model.clone(),
+        // A reopened session keeps its model unless `--model` says otherwise.
+        model: args.model.clone().or_else(|| resumed.as_ref().map(|r| r.model.clone())),
         base_url: args.base_url.clone(),
     }) {
         Ok(c) => c,
@@ -42,6 +109,12 @@ pub async fn run(cli: &Cli, args: &TuiArgs) -> i32 {
             return super::exit::USAGE;
         }
     };
+    // After the checks above, so their errors are said the same with or without a terminal.
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        eprintln!("error: the interactive session needs a terminal; use `cst-agent exec \"PROMPT\"` in scripts");
+        return super::exit::USAGE;
+    }
     let model_name = config.name.clone();
     let model = match ModelClient::new(config) {
         Ok(m) => m,
@@ -51,13 +124,17 @@ pub async fn run(cli: &Cli, args: &TuiArgs) -> i32 {
         }
     };
     // The TUI never waits for MCP servers: the sidebar shows them arrive (M7, M12).
-    let session = SessionBuilder::new(workspace.clone(), model)
+    let mut builder = SessionBuilder::new(workspace.clone(), model)
         .profile(cli.tools)
         .approval(args.approval)
         .headless(false)
-        .mcp_wait(None)
-        .build()
-        .await;
+        .mcp_wait(None);
+    let mut shown = Vec::new();
+    if let Some(r) = resumed {
+        shown = replay(&r);
+        builder = builder.resume(r);
+    }
+    let session = builder.build().await;
     let startup = Startup {
         workspace: workspace.clone(),
         model: model_name,
@@ -66,7 +143,7 @@ pub async fn run(cli: &Cli, args: &TuiArgs) -> i32 {
         summary: session.summary.clone(),
         untrusted_hint: session.untrusted_hint.clone(),
         warnings: session.warnings.iter().map(|w| super::redact(&w.to_string())).collect(),
-        completions: Vec::new(),
+        completions: session.completions.clone(),
         redact: super::redact,
     };
     let ws = workspace.clone();
@@ -77,9 +154,15 @@ pub async fn run(cli: &Cli, args: &TuiArgs) -> i32 {
                 .map_err(|e| e.to_string())
         } else {
             cst_config::trust::untrust(&ws)
-                .map(|was| if was { "workspace no longer trusted".to_string() } else { "the workspace was not trusted".to_string() })
+                .map(|was| {
+                    if was {
+                        "workspace no longer trusted".to_string()
+                    } else {
+                        "the workspace was not trusted".to_string()
+                    }
+                })
                 .map_err(|e| e.to_string())
         }
     });
-    cst_tui::run(session, startup, Some(trust), Vec::new()).await
+    cst_tui::run(session, startup, Some(trust), shown).await
 }

@@ -60,6 +60,9 @@ pub struct Session {
     pub warnings: Vec<Diagnostic>,
     /// T1's hint when the workspace has extensions that wait for trust.
     pub untrusted_hint: Option<String>,
+    /// Names a person can type, for completion: `skill:NAME` and `command:NAME` (a plugin's
+    /// slash command), as loaded at start.
+    pub completions: Vec<String>,
 }
 
 impl SessionBuilder {
@@ -176,6 +179,12 @@ impl SessionBuilder {
         warnings.extend(prompt::agents_md_warning(&self.workspace));
         let system_prompt = prompt::system_prompt(&context, &ext.loaded.roles);
         let untrusted_hint = ext.loaded.untrusted_hint.clone();
+        let completions = ext
+            .loaded
+            .skills
+            .iter()
+            .map(|s| format!("{}:{}", if s.command { "command" } else { "skill" }, s.name))
+            .collect();
         let mut config = SessionConfig::new(self.workspace, ext.loaded.registry.clone(), self.model);
         config.approval = self.approval;
         config.headless = self.headless;
@@ -194,6 +203,7 @@ impl SessionBuilder {
             summary,
             warnings,
             untrusted_hint,
+            completions,
         }
     }
 }

@@ -39,7 +39,10 @@ const ANSWER: &str = "Here is the change:\n\n```rust\nfn main() {\n    let x = 1
 /// 1,000 messages: users, answers with markdown and code, tool calls with output and a diff.
 fn long_session(app: &mut App) {
     for i in 0..250 {
-        app.on_event(Event::Message { text: ANSWER.into(), tool_calls: vec![] });
+        app.on_event(Event::Message {
+            text: ANSWER.into(),
+            tool_calls: vec![],
+        });
         let id = format!("c{i}");
         app.on_event(Event::ToolCallStarted {
             call_id: id.clone(),
@@ -54,8 +57,13 @@ fn long_session(app: &mut App) {
             output: "edited src/main.rs\n".repeat(8),
             duration: Duration::from_millis(3),
         });
-        app.on_event(Event::Message { text: format!("step {i} done"), tool_calls: vec![] });
-        app.on_event(Event::Warning { message: format!("note {i}") });
+        app.on_event(Event::Message {
+            text: format!("step {i} done"),
+            tool_calls: vec![],
+        });
+        app.on_event(Event::Warning {
+            message: format!("note {i}"),
+        });
     }
 }
 
@@ -93,7 +101,9 @@ fn main() {
     for i in 0..300 {
         let start = Instant::now();
         for _ in 0..20 {
-            app.on_event(Event::MessageDelta { text: format!("word{i} ") });
+            app.on_event(Event::MessageDelta {
+                text: format!("word{i} "),
+            });
         }
         let c = char::from(b'a' + (i % 26) as u8);
         app.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));

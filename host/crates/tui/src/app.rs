@@ -56,7 +56,10 @@ pub struct QuestionPrompt {
 pub enum Overlay {
     Help,
     Mcp,
-    Agents { list: Vec<SubAgentTranscript>, selected: usize },
+    Agents {
+        list: Vec<SubAgentTranscript>,
+        selected: usize,
+    },
     Agent(Box<SubAgentTranscript>, usize),
 }
 
@@ -183,7 +186,15 @@ impl App {
     }
 
     /// A finished tool call of a resumed conversation.
-    pub fn replay_tool(&mut self, call_id: &str, tool: &str, source: &str, args: Value, output: &str, outcome: cst_protocol::Outcome) {
+    pub fn replay_tool(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        source: &str,
+        args: Value,
+        output: &str,
+        finished: (cst_protocol::Outcome, Duration),
+    ) {
         let (output, output_lines) = cells::display_output(output);
         self.push(CellKind::Tool(Box::new(ToolCell {
             call_id: call_id.to_string(),
@@ -191,7 +202,7 @@ impl App {
             source: cells::source_label(tool, source),
             args,
             started: Instant::now(),
-            finished: Some((outcome, Duration::ZERO)),
+            finished: Some(finished),
             output,
             output_lines,
             subagent: None,
@@ -236,15 +247,14 @@ impl App {
             Event::ReasoningDelta { .. } if sub.is_none() => self.thinking = true,
             Event::Message { text, .. } if sub.is_none() => {
                 self.thinking = false;
+                // The whole text replaces what streamed (it is the redacted, complete one).
                 match self.streaming.take() {
+                    _ if text.is_empty() => {}
                     Some(i) if i < self.cells.len() => {
-                        if !text.is_empty() {
-                            self.cells[i].kind = CellKind::Assistant(text);
-                            self.cells[i].invalidate();
-                        }
+                        self.cells[i].kind = CellKind::Assistant(text);
+                        self.cells[i].invalidate();
                     }
-                    _ if !text.is_empty() => self.push(CellKind::Assistant(text)),
-                    _ => {}
+                    _ => self.push(CellKind::Assistant(text)),
                 }
             }
             Event::ToolCallStarted {
@@ -319,8 +329,15 @@ impl App {
                     subagent,
                 });
             }
-            Event::Reloaded { what, summary, warnings } => {
-                self.notice(Level::Info, format!("reloaded {}: {}", what.as_str(), summary.describe()));
+            Event::Reloaded {
+                what,
+                summary,
+                warnings,
+            } => {
+                self.notice(
+                    Level::Info,
+                    format!("reloaded {}: {}", what.as_str(), summary.describe()),
+                );
                 for w in warnings {
                     self.notice(Level::Warning, w.to_string());
                 }
@@ -355,9 +372,10 @@ impl App {
                         };
                         self.notice(Level::Warning, what);
                     }
-                    TurnEnd::MaxSteps { limit } => {
-                        self.notice(Level::Warning, format!("stopped after {limit} model calls (the step limit)"))
-                    }
+                    TurnEnd::MaxSteps { limit } => self.notice(
+                        Level::Warning,
+                        format!("stopped after {limit} model calls (the step limit)"),
+                    ),
                     TurnEnd::Truncated { .. } => self.notice(
                         Level::Warning,
                         "the answer was cut at the model's output limit".to_string(),
@@ -367,7 +385,9 @@ impl App {
                 }
                 self.cancelling = false;
             }
-            Event::SubAgentStarted { n, role, description, .. } => {
+            Event::SubAgentStarted {
+                n, role, description, ..
+            } => {
                 self.roles.insert(n, role.clone());
                 self.push(CellKind::SubAgent {
                     n,
@@ -423,7 +443,10 @@ impl App {
         let r = self.redact;
         match event {
             Event::MessageDelta { text } => Event::MessageDelta { text: r(&text) },
-            Event::Message { text, tool_calls } => Event::Message { text: r(&text), tool_calls },
+            Event::Message { text, tool_calls } => Event::Message {
+                text: r(&text),
+                tool_calls,
+            },
             Event::ToolCallFinished {
                 call_id,
                 tool,
@@ -738,9 +761,21 @@ impl App {
             Slash::Help => self.overlay = Some(Overlay::Help),
             Slash::Mcp => self.overlay = Some(Overlay::Mcp),
             Slash::Agents => self.open_agents(),
-            Slash::McpReload(server) => return vec![Op::Reload { what: ReloadTarget::Mcp { server } }],
-            Slash::SkillsReload => return vec![Op::Reload { what: ReloadTarget::Skills }],
-            Slash::PluginsReload => return vec![Op::Reload { what: ReloadTarget::Plugins }],
+            Slash::McpReload(server) => {
+                return vec![Op::Reload {
+                    what: ReloadTarget::Mcp { server },
+                }]
+            }
+            Slash::SkillsReload => {
+                return vec![Op::Reload {
+                    what: ReloadTarget::Skills,
+                }]
+            }
+            Slash::PluginsReload => {
+                return vec![Op::Reload {
+                    what: ReloadTarget::Plugins,
+                }]
+            }
             Slash::Trust | Slash::Untrust => {
                 let trusted = matches!(slash::parse(text), Slash::Trust);
                 let result = match &self.trust {
@@ -750,7 +785,9 @@ impl App {
                 return match result {
                     Ok(message) => {
                         self.notice(Level::Info, message);
-                        vec![Op::Reload { what: ReloadTarget::Trust }]
+                        vec![Op::Reload {
+                            what: ReloadTarget::Trust,
+                        }]
                     }
                     Err(e) => {
                         self.notice(Level::Error, e);
@@ -762,7 +799,10 @@ impl App {
             Slash::Model(Some(model)) => return vec![Op::SetModel { model }],
             Slash::Approval(None) => self.notice(
                 Level::Info,
-                format!("approval mode: {} (/approval ask|auto|full changes it)", self.approval_mode),
+                format!(
+                    "approval mode: {} (/approval ask|auto|full changes it)",
+                    self.approval_mode
+                ),
             ),
             Slash::Approval(Some(mode)) => return vec![Op::SetApproval { mode }],
             Slash::Clear => return vec![Op::Clear],
@@ -801,7 +841,10 @@ fn home_lines(s: &Startup) -> Vec<Line<'static>> {
     let mut lines = vec![
         Line::from(vec![
             Span::styled("cst-agent", bold.fg(Color::Cyan)),
-            Span::styled(format!("  {}", sanitize::one_line(&s.workspace.display().to_string(), 200)), dim),
+            Span::styled(
+                format!("  {}", sanitize::one_line(&s.workspace.display().to_string(), 200)),
+                dim,
+            ),
         ]),
         Line::from(Span::styled(sanitize::one_line(&s.summary, 400), bold)),
         Line::from(vec![
@@ -826,6 +869,9 @@ fn home_lines(s: &Startup) -> Vec<Line<'static>> {
             Span::raw(sanitize::one_line(w, 400)),
         ]));
     }
-    lines.push(Line::styled("/help lists keys and commands · Esc cancels a turn · Ctrl-C twice quits", dim));
+    lines.push(Line::styled(
+        "/help lists keys and commands · Esc cancels a turn · Ctrl-C twice quits",
+        dim,
+    ));
     lines
 }

@@ -261,11 +261,17 @@ fn render_tool(t: &ToolCell, width: u16, unfolded: bool) -> Vec<Line<'static>> {
     let mut head = vec![
         Span::raw(indent.to_string()),
         Span::styled("● ", Style::new().fg(Color::Blue)),
-        Span::styled(sanitize::one_line(&t.tool, 40), Style::new().add_modifier(Modifier::BOLD)),
+        Span::styled(
+            sanitize::one_line(&t.tool, 40),
+            Style::new().add_modifier(Modifier::BOLD),
+        ),
         Span::styled(format!("  {}", sanitize::one_line(&t.source, 30)), dim()),
     ];
     if let Some(n) = t.subagent {
-        head.push(Span::styled(format!(" · sub-agent {n}"), Style::new().fg(Color::Magenta)));
+        head.push(Span::styled(
+            format!(" · sub-agent {n}"),
+            Style::new().fg(Color::Magenta),
+        ));
     }
     let short = args_short(&t.tool, &t.args, 80);
     if !short.is_empty() {
@@ -293,7 +299,11 @@ fn render_tool(t: &ToolCell, width: u16, unfolded: bool) -> Vec<Line<'static>> {
     }
 
     if t.finished.is_some() && !t.output.is_empty() {
-        let limit = if unfolded { UNFOLDED_OUTPUT_LINES } else { FOLDED_OUTPUT_LINES };
+        let limit = if unfolded {
+            UNFOLDED_OUTPUT_LINES
+        } else {
+            FOLDED_OUTPUT_LINES
+        };
         let clean = sanitize::clean(&t.output);
         let shown: Vec<Line> = clean
             .lines()

@@ -32,8 +32,15 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
 /// Run the TUI on this terminal until the person quits; the process exit code.
 pub async fn run(session: Session, startup: Startup, trust: Option<TrustFn>, replay: Vec<Replay>) -> i32 {
     let mut app = App::new(startup, trust);
+    let reopened = !replay.is_empty();
     for r in replay {
         r.apply(&mut app);
+    }
+    if reopened {
+        app.notice(
+            cells::Level::Info,
+            "reopened the conversation above from its transcript; new turns go on from it",
+        );
     }
     let mut terminal = match terminal::enter() {
         Ok(t) => t,
@@ -49,7 +56,10 @@ pub async fn run(session: Session, startup: Startup, trust: Option<TrustFn>, rep
 
 /// A message or tool call of a resumed conversation, shown before the new turns.
 pub enum Replay {
-    Message { role: String, text: String },
+    Message {
+        role: String,
+        text: String,
+    },
     Tool {
         call_id: String,
         tool: String,
@@ -57,6 +67,7 @@ pub enum Replay {
         args: serde_json::Value,
         output: String,
         outcome: cst_protocol::Outcome,
+        duration: Duration,
     },
 }
 
@@ -71,7 +82,8 @@ impl Replay {
                 args,
                 output,
                 outcome,
-            } => app.replay_tool(&call_id, &tool, &source, args, &output, outcome),
+                duration,
+            } => app.replay_tool(&call_id, &tool, &source, args, &output, (outcome, duration)),
         }
     }
 }

@@ -8,19 +8,58 @@ pub struct CommandInfo {
 
 /// Every command, in the order `/help` lists them.
 pub const COMMANDS: &[CommandInfo] = &[
-    CommandInfo { usage: "/help", about: "keys and commands" },
-    CommandInfo { usage: "/mcp", about: "MCP servers: state, tools, last stderr line" },
-    CommandInfo { usage: "/mcp reload", about: "read mcp.json again; or /mcp reload NAME restarts one server" },
-    CommandInfo { usage: "/agents", about: "sub-agent transcripts of this session" },
-    CommandInfo { usage: "/skill", about: "/skill NAME message: run a turn with a skill's instructions" },
-    CommandInfo { usage: "/skills reload", about: "read the skill folders again" },
-    CommandInfo { usage: "/plugins reload", about: "read the plugin folders again" },
-    CommandInfo { usage: "/plugins trust", about: "trust this workspace: its plugins and mcp.json load" },
-    CommandInfo { usage: "/plugins untrust", about: "revoke the trust of this workspace" },
-    CommandInfo { usage: "/model", about: "/model NAME: use another model from the next turn" },
-    CommandInfo { usage: "/approval", about: "/approval ask|auto|full: change the approval mode" },
-    CommandInfo { usage: "/clear", about: "start the conversation again (the transcript keeps it)" },
-    CommandInfo { usage: "/quit", about: "end the session" },
+    CommandInfo {
+        usage: "/help",
+        about: "keys and commands",
+    },
+    CommandInfo {
+        usage: "/mcp",
+        about: "MCP servers: state, tools, last stderr line",
+    },
+    CommandInfo {
+        usage: "/mcp reload",
+        about: "read mcp.json again; or /mcp reload NAME restarts one server",
+    },
+    CommandInfo {
+        usage: "/agents",
+        about: "sub-agent transcripts of this session",
+    },
+    CommandInfo {
+        usage: "/skill",
+        about: "/skill NAME message: run a turn with a skill's instructions",
+    },
+    CommandInfo {
+        usage: "/skills reload",
+        about: "read the skill folders again",
+    },
+    CommandInfo {
+        usage: "/plugins reload",
+        about: "read the plugin folders again",
+    },
+    CommandInfo {
+        usage: "/plugins trust",
+        about: "trust this workspace: its plugins and mcp.json load",
+    },
+    CommandInfo {
+        usage: "/plugins untrust",
+        about: "revoke the trust of this workspace",
+    },
+    CommandInfo {
+        usage: "/model",
+        about: "/model NAME: use another model from the next turn",
+    },
+    CommandInfo {
+        usage: "/approval",
+        about: "/approval ask|auto|full: change the approval mode",
+    },
+    CommandInfo {
+        usage: "/clear",
+        about: "start the conversation again (the transcript keeps it)",
+    },
+    CommandInfo {
+        usage: "/quit",
+        about: "end the session",
+    },
 ];
 
 /// A parsed slash command.
@@ -119,7 +158,10 @@ mod tests {
         assert_eq!(parse("/model gpt-5"), Slash::Model(Some("gpt-5".into())));
         assert_eq!(parse("/model"), Slash::Model(None));
         assert_eq!(parse("/plugins trust"), Slash::Trust);
-        assert_eq!(parse("/skill review look at main.rs"), Slash::Turn("/skill review look at main.rs".into()));
+        assert_eq!(
+            parse("/skill review look at main.rs"),
+            Slash::Turn("/skill review look at main.rs".into())
+        );
         assert_eq!(parse("/deploy prod"), Slash::Turn("/deploy prod".into()));
         assert!(matches!(parse("/clear now"), Slash::Unknown(_)));
     }

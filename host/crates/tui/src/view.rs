@@ -93,7 +93,10 @@ fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect) {
         let tag = format!(" ↓ {} lines below ", app.scroll);
         let w = (tag.chars().count() as u16).min(area.width);
         let r = Rect::new(area.x + area.width - w, area.y + area.height - 1, w, 1);
-        frame.render_widget(Paragraph::new(Span::styled(tag, Style::new().fg(Color::Black).bg(Color::Yellow))), r);
+        frame.render_widget(
+            Paragraph::new(Span::styled(tag, Style::new().fg(Color::Black).bg(Color::Yellow))),
+            r,
+        );
     }
 }
 
@@ -145,8 +148,14 @@ fn prompt_lines(app: &App, width: u16) -> Vec<Line<'static>> {
             .map(|(n, role)| format!("sub-agent {n} ({}) asks: ", sanitize::one_line(role, 30)))
             .unwrap_or_default();
         lines.push(Line::from(vec![
-            Span::styled(format!("{who}Allow "), Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD)),
-            Span::styled(sanitize::one_line(&p.tool, 60), Style::new().add_modifier(Modifier::BOLD)),
+            Span::styled(
+                format!("{who}Allow "),
+                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(
+                sanitize::one_line(&p.tool, 60),
+                Style::new().add_modifier(Modifier::BOLD),
+            ),
             Span::styled(format!("  {} · {}", p.perm, sanitize::one_line(&p.source, 40)), dim()),
         ]));
         let args = serde_json::to_string(&p.args).unwrap_or_default();
@@ -158,7 +167,11 @@ fn prompt_lines(app: &App, width: u16) -> Vec<Line<'static>> {
             "reason for the model (Enter sends; empty: none)".to_string()
         } else {
             let more = app.approvals.len().saturating_sub(1);
-            let queue = if more > 0 { format!("  ({more} more waiting)") } else { String::new() };
+            let queue = if more > 0 {
+                format!("  ({more} more waiting)")
+            } else {
+                String::new()
+            };
             format!("[y] yes once  [a] always this session  [n] no{queue}")
         };
         lines.push(Line::styled(keys, Style::new().fg(Color::Cyan)));
@@ -169,11 +182,17 @@ fn prompt_lines(app: &App, width: u16) -> Vec<Line<'static>> {
             .map(|(n, role)| format!("sub-agent {n} ({}) asks: ", sanitize::one_line(role, 30)))
             .unwrap_or_default();
         let text = Line::from(vec![
-            Span::styled(format!("? {who}"), Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)),
+            Span::styled(
+                format!("? {who}"),
+                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            ),
             Span::raw(sanitize::clean(&q.question).replace('\n', " ")),
         ]);
         lines.extend(wrap::wrap_line(&text, width).into_iter().take(6));
-        lines.push(Line::styled("type the answer; Enter sends (empty: decline)", Style::new().fg(Color::Cyan)));
+        lines.push(Line::styled(
+            "type the answer; Enter sends (empty: decline)",
+            Style::new().fg(Color::Cyan),
+        ));
     }
     lines
 }
@@ -183,8 +202,7 @@ fn draw_bottom(frame: &mut Frame, app: &mut App, area: Rect, prompt: Vec<Line<'s
         return;
     }
     let prompt_rows = (prompt.len() as u16).min(area.height.saturating_sub(1));
-    let [p_area, i_area] =
-        Layout::vertical([Constraint::Length(prompt_rows), Constraint::Min(1)]).areas(area);
+    let [p_area, i_area] = Layout::vertical([Constraint::Length(prompt_rows), Constraint::Min(1)]).areas(area);
     if prompt_rows > 0 {
         frame.render_widget(Paragraph::new(prompt), p_area);
     }
@@ -195,7 +213,11 @@ fn draw_bottom(frame: &mut Frame, app: &mut App, area: Rect, prompt: Vec<Line<'s
         InputMode::Chat => "",
     };
     let tall = frame.area().height >= INPUT_RULES_FROM_HEIGHT && i_area.height >= 3;
-    let borders = if tall { Borders::TOP | Borders::BOTTOM } else { Borders::NONE };
+    let borders = if tall {
+        Borders::TOP | Borders::BOTTOM
+    } else {
+        Borders::NONE
+    };
     // A title takes a row of its own when there are no borders: none then.
     let mut block = Block::default().borders(borders).border_style(dim());
     if tall && !title.is_empty() {
@@ -217,7 +239,11 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             "working"
         };
         spans.push(Span::styled(
-            format!("{} {what}{} · Esc cancels  ", SPINNER[tick], live_duration(started.elapsed())),
+            format!(
+                "{} {what}{} · Esc cancels  ",
+                SPINNER[tick],
+                live_duration(started.elapsed())
+            ),
             Style::new().fg(Color::Yellow),
         ));
     }
@@ -333,7 +359,9 @@ fn help_lines() -> Vec<Line<'static>> {
 /// `/mcp`: every server, its state and tools, where it came from, why it failed (M11).
 pub fn mcp_lines(app: &App) -> Vec<Line<'static>> {
     let (ready, total) = app.mcp_ready();
-    let mut lines = vec![Line::from(format!("{ready} of {total} ready · /mcp reload [NAME] restarts"))];
+    let mut lines = vec![Line::from(format!(
+        "{ready} of {total} ready · /mcp reload [NAME] restarts"
+    ))];
     if app.mcp.is_empty() {
         lines.push(Line::styled("no MCP servers configured (mcp.json, plugins)", dim()));
     }
@@ -341,16 +369,26 @@ pub fn mcp_lines(app: &App) -> Vec<Line<'static>> {
         let (mark, color) = status_style(&s.status);
         lines.push(Line::from(vec![
             Span::styled(format!("{mark} "), Style::new().fg(color)),
-            Span::styled(sanitize::one_line(&s.name, 40), Style::new().add_modifier(Modifier::BOLD)),
+            Span::styled(
+                sanitize::one_line(&s.name, 40),
+                Style::new().add_modifier(Modifier::BOLD),
+            ),
             Span::styled(format!("  {}", s.status), Style::new().fg(color)),
             Span::raw(format!("  {} tools", s.tools)),
             Span::styled(
-                format!("  {} · {}", sanitize::one_line(&s.origin, 30), sanitize::one_line(&s.file.display().to_string(), 80)),
+                format!(
+                    "  {} · {}",
+                    sanitize::one_line(&s.origin, 30),
+                    sanitize::one_line(&s.file.display().to_string(), 80)
+                ),
                 dim(),
             ),
         ]));
         if let Some(detail) = &s.detail {
-            lines.push(Line::styled(format!("    {}", sanitize::one_line(detail, 300)), Style::new().fg(color)));
+            lines.push(Line::styled(
+                format!("    {}", sanitize::one_line(detail, 300)),
+                Style::new().fg(color),
+            ));
         }
     }
     lines
@@ -362,7 +400,11 @@ fn agents_lines(list: &[cst_core::SubAgentTranscript], selected: usize) -> Vec<L
     }
     let mut lines = vec![Line::styled("↑/↓ choose · Enter shows one", dim())];
     for (i, t) in list.iter().enumerate() {
-        let style = if i == selected { Style::new().bg(Color::Blue).fg(Color::White) } else { Style::new() };
+        let style = if i == selected {
+            Style::new().bg(Color::Blue).fg(Color::White)
+        } else {
+            Style::new()
+        };
         lines.push(Line::from(vec![Span::styled(
             format!(
                 "{} {:>2}  {:<16} {:<10} {} tool calls  {}",
@@ -383,9 +425,18 @@ fn agents_lines(list: &[cst_core::SubAgentTranscript], selected: usize) -> Vec<L
 pub fn agent_lines(t: &cst_core::SubAgentTranscript, width: u16) -> Vec<Line<'static>> {
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let mut lines = vec![
-        Line::from(vec![Span::styled("role ", dim()), Span::raw(sanitize::one_line(&t.role, 60))]),
-        Line::from(vec![Span::styled("model ", dim()), Span::raw(sanitize::one_line(&t.model, 60))]),
-        Line::from(vec![Span::styled("task ", dim()), Span::raw(sanitize::one_line(&t.description, 200))]),
+        Line::from(vec![
+            Span::styled("role ", dim()),
+            Span::raw(sanitize::one_line(&t.role, 60)),
+        ]),
+        Line::from(vec![
+            Span::styled("model ", dim()),
+            Span::raw(sanitize::one_line(&t.model, 60)),
+        ]),
+        Line::from(vec![
+            Span::styled("task ", dim()),
+            Span::raw(sanitize::one_line(&t.description, 200)),
+        ]),
         Line::default(),
         Line::styled("Prompt", bold),
     ];
@@ -412,7 +463,10 @@ pub fn agent_lines(t: &cst_core::SubAgentTranscript, width: u16) -> Vec<Line<'st
         }
     }
     lines.push(Line::default());
-    lines.push(Line::styled(format!("Report ({})", t.end.as_deref().unwrap_or("running")), bold));
+    lines.push(Line::styled(
+        format!("Report ({})", t.end.as_deref().unwrap_or("running")),
+        bold,
+    ));
     match &t.report {
         Some(r) => lines.extend(sanitize::clean(r).lines().map(|l| Line::from(l.to_string()))),
         None => lines.push(Line::styled("(no report yet)", dim())),

@@ -99,21 +99,56 @@ fn chat_with_tool_cells_and_a_diff() {
     let mut app = app();
     let ops = type_text(&mut app, "fix the greeting");
     assert!(ops.is_empty());
-    assert!(matches!(app.on_key(key(KeyCode::Enter)).as_slice(), [Op::UserTurn { text }] if text == "fix the greeting"));
+    assert!(
+        matches!(app.on_key(key(KeyCode::Enter)).as_slice(), [Op::UserTurn { text }] if text == "fix the greeting")
+    );
     app.on_event(Event::TurnStarted);
-    app.on_event(Event::MessageDelta { text: "Looking at ".into() });
-    app.on_event(Event::MessageDelta { text: "`main.rs`.".into() });
+    app.on_event(Event::MessageDelta {
+        text: "Looking at ".into(),
+    });
+    app.on_event(Event::MessageDelta {
+        text: "`main.rs`.".into(),
+    });
     app.on_event(Event::Message {
         text: "Looking at `main.rs`.".into(),
         tool_calls: vec![],
     });
-    tool(&mut app, "c1", "read_file", "builtin:builtin", json!({"path": "src/main.rs"}), Outcome::Ok,
-        "fn main() {\n    println!(\"helo\");\n}\nline 4\nline 5\nline 6");
-    tool(&mut app, "c2", "edit_file", "builtin:builtin",
+    tool(
+        &mut app,
+        "c1",
+        "read_file",
+        "builtin:builtin",
+        json!({"path": "src/main.rs"}),
+        Outcome::Ok,
+        "fn main() {\n    println!(\"helo\");\n}\nline 4\nline 5\nline 6",
+    );
+    tool(
+        &mut app,
+        "c2",
+        "edit_file",
+        "builtin:builtin",
         json!({"path": "src/main.rs", "old_text": "    println!(\"helo\");", "new_text": "    println!(\"hello\");"}),
-        Outcome::Ok, "edited src/main.rs");
-    tool(&mut app, "c3", "word_count", "wasm:text-stats", json!({"text": "a b c"}), Outcome::Ok, "3");
-    tool(&mut app, "c4", "mcp__gh__issues", "mcp:gh", json!({"repo": "o/r"}), Outcome::Error, "HTTP 401");
+        Outcome::Ok,
+        "edited src/main.rs",
+    );
+    tool(
+        &mut app,
+        "c3",
+        "word_count",
+        "wasm:text-stats",
+        json!({"text": "a b c"}),
+        Outcome::Ok,
+        "3",
+    );
+    tool(
+        &mut app,
+        "c4",
+        "mcp__gh__issues",
+        "mcp:gh",
+        json!({"repo": "o/r"}),
+        Outcome::Error,
+        "HTTP 401",
+    );
     app.on_event(Event::Message {
         text: "Fixed:\n\n```rust\nfn main() {\n    println!(\"hello\");\n}\n```".into(),
         tool_calls: vec![],
@@ -121,7 +156,10 @@ fn chat_with_tool_cells_and_a_diff() {
     app.on_event(Event::TurnFinished {
         end: TurnEnd::Done { answer: "Fixed".into() },
         steps: 3,
-        usage: Some(TokenUsage { input_tokens: 12_345, output_tokens: 678 }),
+        usage: Some(TokenUsage {
+            input_tokens: 12_345,
+            output_tokens: 678,
+        }),
     });
     insta::assert_snapshot!(render(&mut app, 100, 40));
 }
@@ -148,7 +186,13 @@ fn approval_prompt_and_its_keys() {
     // A stray Enter does not approve; `a` approves for the session.
     assert!(app.on_key(key(KeyCode::Enter)).is_empty());
     let ops = app.on_key(key(KeyCode::Char('a')));
-    assert!(matches!(ops.as_slice(), [Op::Approval { request_id: 7, decision: ApprovalDecision::Always }]));
+    assert!(matches!(
+        ops.as_slice(),
+        [Op::Approval {
+            request_id: 7,
+            decision: ApprovalDecision::Always
+        }]
+    ));
     assert!(app.approvals.is_empty());
 }
 
@@ -179,7 +223,13 @@ fn refusing_with_a_reason_sends_it() {
     });
     app.on_key(key(KeyCode::Char('n')));
     let ops = app.on_key(key(KeyCode::Enter));
-    assert!(matches!(ops.as_slice(), [Op::Approval { request_id: 4, decision: ApprovalDecision::No }]));
+    assert!(matches!(
+        ops.as_slice(),
+        [Op::Approval {
+            request_id: 4,
+            decision: ApprovalDecision::No
+        }]
+    ));
 }
 
 #[test]
@@ -287,7 +337,9 @@ fn tiny_terminal() {
     let mut app = app();
     all_states(&mut app);
     app.on_event(Event::TurnStarted);
-    app.on_event(Event::MessageDelta { text: "a long streaming answer that wraps".into() });
+    app.on_event(Event::MessageDelta {
+        text: "a long streaming answer that wraps".into(),
+    });
     insta::assert_snapshot!(render(&mut app, 20, 6));
     // Smaller still, and zero-sized: no panic.
     for (w, h) in [(1, 1), (5, 2), (1, 20), (20, 1)] {
@@ -308,7 +360,15 @@ fn slash_completion_popup() {
 fn escape_sequences_in_tool_output_and_names_never_reach_the_terminal() {
     let mut app = app();
     let evil = "\x1b]0;pwned\x07\x1b[2J\x1b[6n\u{9b}31mred\x1bP+q\x1b\\ok\u{202e}txt.exe";
-    tool(&mut app, "c1", &format!("evil{evil}"), "mcp:evil", json!({"path": evil}), Outcome::Ok, evil);
+    tool(
+        &mut app,
+        "c1",
+        &format!("evil{evil}"),
+        "mcp:evil",
+        json!({"path": evil}),
+        Outcome::Ok,
+        evil,
+    );
     app.on_event(Event::Message {
         text: format!("```\n{evil}\n```"),
         tool_calls: vec![],
@@ -325,9 +385,20 @@ fn escape_sequences_in_tool_output_and_names_never_reach_the_terminal() {
 #[test]
 fn secrets_are_redacted_on_screen() {
     let mut app = app();
-    tool(&mut app, "c1", "run_shell", "builtin:builtin", json!({"command": "env"}), Outcome::Ok, "KEY=sk-secret-123");
+    tool(
+        &mut app,
+        "c1",
+        "run_shell",
+        "builtin:builtin",
+        json!({"command": "env"}),
+        Outcome::Ok,
+        "KEY=sk-secret-123",
+    );
     let screen = render(&mut app, 100, 12);
-    assert!(!screen.contains("sk-secret-123") && screen.contains("[REDACTED]"), "{screen}");
+    assert!(
+        !screen.contains("sk-secret-123") && screen.contains("[REDACTED]"),
+        "{screen}"
+    );
 }
 
 #[test]
@@ -335,9 +406,25 @@ fn a_ten_megabyte_result_and_non_utf8_text_stay_usable() {
     let mut app = app();
     let big = "x".repeat(100) + "\n";
     let big = big.repeat(100_000);
-    tool(&mut app, "c1", "run_shell", "builtin:builtin", json!({"command": "yes"}), Outcome::Ok, &big);
+    tool(
+        &mut app,
+        "c1",
+        "run_shell",
+        "builtin:builtin",
+        json!({"command": "yes"}),
+        Outcome::Ok,
+        &big,
+    );
     let lossy = String::from_utf8_lossy(b"caf\xe9 \xff\xfe done").into_owned();
-    tool(&mut app, "c2", "run_shell", "builtin:builtin", json!({"command": "cat bin"}), Outcome::Ok, &lossy);
+    tool(
+        &mut app,
+        "c2",
+        "run_shell",
+        "builtin:builtin",
+        json!({"command": "cat bin"}),
+        Outcome::Ok,
+        &lossy,
+    );
     let screen = render(&mut app, 100, 20);
     assert!(screen.contains("more lines"), "{screen}");
     assert!(screen.contains("done"), "{screen}");
@@ -347,19 +434,31 @@ fn a_ten_megabyte_result_and_non_utf8_text_stay_usable() {
 fn a_stream_that_stops_half_way_leaves_the_ui_usable() {
     let mut app = app();
     app.on_event(Event::TurnStarted);
-    app.on_event(Event::MessageDelta { text: "```rust\nfn half(".into() });
-    app.on_event(Event::Error { message: "the model stream ended early".into() });
+    app.on_event(Event::MessageDelta {
+        text: "```rust\nfn half(".into(),
+    });
+    app.on_event(Event::Error {
+        message: "the model stream ended early".into(),
+    });
     app.on_event(Event::TurnFinished {
-        end: TurnEnd::Failed { message: "the model stream ended early".into() },
+        end: TurnEnd::Failed {
+            message: "the model stream ended early".into(),
+        },
         steps: 1,
         usage: None,
     });
     assert!(app.running.is_none());
     let screen = render(&mut app, 80, 16);
-    assert!(screen.contains("fn half(") && screen.contains("ended early"), "{screen}");
+    assert!(
+        screen.contains("fn half(") && screen.contains("ended early"),
+        "{screen}"
+    );
     // The next message goes through.
     type_text(&mut app, "again");
-    assert!(matches!(app.on_key(key(KeyCode::Enter)).as_slice(), [Op::UserTurn { .. }]));
+    assert!(matches!(
+        app.on_key(key(KeyCode::Enter)).as_slice(),
+        [Op::UserTurn { .. }]
+    ));
 }
 
 #[test]
@@ -382,7 +481,11 @@ fn esc_cancels_and_says_what_was_stopped() {
         output: "cancelled".into(),
         duration: Duration::from_millis(1500),
     });
-    app.on_event(Event::TurnFinished { end: TurnEnd::Cancelled, steps: 1, usage: None });
+    app.on_event(Event::TurnFinished {
+        end: TurnEnd::Cancelled,
+        steps: 1,
+        usage: None,
+    });
     let screen = render(&mut app, 90, 12);
     assert!(screen.contains("cancelled"), "{screen}");
 }
@@ -393,7 +496,10 @@ fn reloads_say_what_changed_and_ctrl_c_twice_quits() {
     app.on_event(Event::Reloaded {
         what: ReloadTarget::Plugins,
         summary: ReloadSummary {
-            added: vec![cst_protocol::Changed { kind: cst_protocol::ExtensionKind::Plugin, name: "jira".into() }],
+            added: vec![cst_protocol::Changed {
+                kind: cst_protocol::ExtensionKind::Plugin,
+                name: "jira".into(),
+            }],
             ..Default::default()
         },
         warnings: vec![],
@@ -424,18 +530,35 @@ fn history_comes_back_with_up() {
 #[test]
 fn slash_commands_send_their_ops() {
     let mut app = app();
-    let mut run = |app: &mut App, line: &str| {
+    let run = |app: &mut App, line: &str| {
         type_text(app, line);
         app.on_key(key(KeyCode::Enter))
     };
     // E8: reloads; M11: one server; S6: /skill goes to the session, which expands it.
-    assert!(matches!(run(&mut app, "/skills reload").as_slice(), [Op::Reload { what: ReloadTarget::Skills }]));
-    assert!(matches!(run(&mut app, "/plugins reload").as_slice(), [Op::Reload { what: ReloadTarget::Plugins }]));
-    assert!(matches!(run(&mut app, "/mcp reload").as_slice(), [Op::Reload { what: ReloadTarget::Mcp { server: None } }]));
+    assert!(matches!(
+        run(&mut app, "/skills reload").as_slice(),
+        [Op::Reload {
+            what: ReloadTarget::Skills
+        }]
+    ));
+    assert!(matches!(
+        run(&mut app, "/plugins reload").as_slice(),
+        [Op::Reload {
+            what: ReloadTarget::Plugins
+        }]
+    ));
+    assert!(matches!(
+        run(&mut app, "/mcp reload").as_slice(),
+        [Op::Reload {
+            what: ReloadTarget::Mcp { server: None }
+        }]
+    ));
     assert!(
         matches!(run(&mut app, "/mcp reload gh").as_slice(), [Op::Reload { what: ReloadTarget::Mcp { server: Some(s) } }] if s == "gh")
     );
-    assert!(matches!(run(&mut app, "/skill review main.rs").as_slice(), [Op::UserTurn { text }] if text == "/skill review main.rs"));
+    assert!(
+        matches!(run(&mut app, "/skill review main.rs").as_slice(), [Op::UserTurn { text }] if text == "/skill review main.rs")
+    );
     assert!(matches!(run(&mut app, "/model gpt-5").as_slice(), [Op::SetModel { model }] if model == "gpt-5"));
     assert!(matches!(run(&mut app, "/approval ask").as_slice(), [Op::SetApproval { mode }] if mode == "ask"));
     assert!(matches!(run(&mut app, "/clear").as_slice(), [Op::Clear]));
@@ -453,13 +576,54 @@ fn trust_writes_through_the_binary_then_reloads() {
     let seen = calls.clone();
     let trust: cst_tui::app::TrustFn = Box::new(move |t| {
         seen.lock().expect("lock").push(t);
-        Ok(if t { "trusted workspace: /work/repo".into() } else { "workspace no longer trusted".into() })
+        Ok(if t {
+            "trusted workspace: /work/repo".into()
+        } else {
+            "workspace no longer trusted".into()
+        })
     });
     let mut app = App::new(startup(), Some(trust));
     type_text(&mut app, "/plugins trust");
-    assert!(matches!(app.on_key(key(KeyCode::Enter)).as_slice(), [Op::Reload { what: ReloadTarget::Trust }]));
+    assert!(matches!(
+        app.on_key(key(KeyCode::Enter)).as_slice(),
+        [Op::Reload {
+            what: ReloadTarget::Trust
+        }]
+    ));
     type_text(&mut app, "/plugins untrust");
-    assert!(matches!(app.on_key(key(KeyCode::Enter)).as_slice(), [Op::Reload { what: ReloadTarget::Trust }]));
+    assert!(matches!(
+        app.on_key(key(KeyCode::Enter)).as_slice(),
+        [Op::Reload {
+            what: ReloadTarget::Trust
+        }]
+    ));
     assert_eq!(*calls.lock().expect("lock"), vec![true, false]);
     assert!(render(&mut app, 90, 14).contains("trusted workspace: /work/repo"));
+}
+
+#[test]
+fn resizing_rewraps_and_keeps_everything() {
+    let mut app = app();
+    app.on_event(Event::Message {
+        text: "A paragraph long enough to wrap differently at each of the widths this test draws it at.".into(),
+        tool_calls: vec![],
+    });
+    let wide = render(&mut app, 120, 20);
+    let narrow = render(&mut app, 40, 20);
+    assert!(narrow.contains("A paragraph long enough"), "{narrow}");
+    assert_eq!(
+        render(&mut app, 120, 20),
+        wide,
+        "back to the first size, the same screen"
+    );
+}
+
+#[test]
+fn a_paste_keeps_its_newlines_and_is_not_sent() {
+    let mut app = app();
+    app.on_paste("line one\r\nline two\nline three");
+    assert_eq!(app.input.lines(), ["line one", "line two", "line three"]);
+    assert!(
+        matches!(app.on_key(key(KeyCode::Enter)).as_slice(), [Op::UserTurn { text }] if text == "line one\nline two\nline three")
+    );
 }
