@@ -206,6 +206,7 @@ impl App {
             output,
             output_lines,
             subagent: None,
+            diff_cache: None,
         })));
     }
 
@@ -275,6 +276,7 @@ impl App {
                     output: String::new(),
                     output_lines: 0,
                     subagent: sub,
+                    diff_cache: None,
                 })));
             }
             Event::ToolCallFinished {
@@ -776,25 +778,8 @@ impl App {
                     what: ReloadTarget::Plugins,
                 }]
             }
-            Slash::Trust | Slash::Untrust => {
-                let trusted = matches!(slash::parse(text), Slash::Trust);
-                let result = match &self.trust {
-                    Some(f) => f(trusted),
-                    None => Err("trust cannot be changed in this session".into()),
-                };
-                return match result {
-                    Ok(message) => {
-                        self.notice(Level::Info, message);
-                        vec![Op::Reload {
-                            what: ReloadTarget::Trust,
-                        }]
-                    }
-                    Err(e) => {
-                        self.notice(Level::Error, e);
-                        Vec::new()
-                    }
-                };
-            }
+            Slash::Trust => return self.set_trust(true),
+            Slash::Untrust => return self.set_trust(false),
             Slash::Model(None) => self.notice(Level::Info, format!("model: {} (/model NAME changes it)", self.model)),
             Slash::Model(Some(model)) => return vec![Op::SetModel { model }],
             Slash::Approval(None) => self.notice(
@@ -817,6 +802,27 @@ impl App {
             Slash::Unknown(message) => self.notice(Level::Error, message),
         }
         Vec::new()
+    }
+
+    /// T2: the binary records (or revokes) the trust, then the session loads (or unloads) the
+    /// workspace's plugins and servers.
+    fn set_trust(&mut self, trusted: bool) -> Vec<Op> {
+        let result = match &self.trust {
+            Some(f) => f(trusted),
+            None => Err("trust cannot be changed in this session".into()),
+        };
+        match result {
+            Ok(message) => {
+                self.notice(Level::Info, message);
+                vec![Op::Reload {
+                    what: cst_protocol::ReloadTarget::Trust,
+                }]
+            }
+            Err(e) => {
+                self.notice(Level::Error, e);
+                Vec::new()
+            }
+        }
     }
 
     /// Servers ready / all that are not disabled.

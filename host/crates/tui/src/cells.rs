@@ -41,6 +41,9 @@ pub struct ToolCell {
     pub output_lines: usize,
     /// The sub-agent that ran it.
     pub subagent: Option<u32>,
+    /// The diff of `edit_file` / `write_file` at a width: computed once, not on every redraw of
+    /// a call that is still running (a hostile model can send megabytes to diff).
+    pub diff_cache: Option<(u16, Vec<Line<'static>>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -61,7 +64,8 @@ pub enum CellKind {
 
 pub struct Cell {
     pub kind: CellKind,
-    cache: Option<(u16, bool, Vec<Line<'static>>)>,
+    /// Lines for (width, unfolded, the running second of a live tool call).
+    cache: Option<(u16, bool, Option<u64>, Vec<Line<'static>>)>,
 }
 
 impl Cell {
@@ -74,19 +78,24 @@ impl Cell {
         self.cache = None;
     }
 
-    /// A running tool cell shows its elapsed time, so it is drawn afresh each frame.
-    fn is_live(&self) -> bool {
-        matches!(&self.kind, CellKind::Tool(t) if t.finished.is_none())
+    /// A running tool cell shows its elapsed seconds, so it is drawn afresh once a second.
+    fn live_second(&self) -> Option<u64> {
+        match &self.kind {
+            CellKind::Tool(t) if t.finished.is_none() => Some(t.started.elapsed().as_secs()),
+            _ => None,
+        }
     }
 
     /// The cell's lines at `width`, with tool outputs unfolded or not.
     pub fn lines(&mut self, width: u16, unfolded: bool) -> &[Line<'static>] {
-        let fresh = matches!(&self.cache, Some((w, u, _)) if *w == width && *u == unfolded) && !self.is_live();
+        let live = self.live_second();
+        let fresh = matches!(&self.cache, Some((w, u, l, _)) if *w == width && *u == unfolded && *l == live);
         if !fresh {
-            self.cache = Some((width, unfolded, render(&self.kind, width, unfolded)));
+            let lines = render(&mut self.kind, width, unfolded);
+            self.cache = Some((width, unfolded, live, lines));
         }
         match &self.cache {
-            Some((_, _, lines)) => lines,
+            Some((_, _, _, lines)) => lines,
             None => &[],
         }
     }
@@ -192,7 +201,7 @@ fn dim() -> Style {
     Style::new().fg(Color::DarkGray)
 }
 
-fn render(kind: &CellKind, width: u16, unfolded: bool) -> Vec<Line<'static>> {
+fn render(kind: &mut CellKind, width: u16, unfolded: bool) -> Vec<Line<'static>> {
     let width = width.max(1);
     let mut out = match kind {
         CellKind::Home(lines) => wrap::wrap_lines(lines, width),
@@ -256,7 +265,7 @@ fn render(kind: &CellKind, width: u16, unfolded: bool) -> Vec<Line<'static>> {
     out
 }
 
-fn render_tool(t: &ToolCell, width: u16, unfolded: bool) -> Vec<Line<'static>> {
+fn render_tool(t: &mut ToolCell, width: u16, unfolded: bool) -> Vec<Line<'static>> {
     let indent = if t.subagent.is_some() { "  " } else { "" };
     let mut head = vec![
         Span::raw(indent.to_string()),
@@ -288,14 +297,17 @@ fn render_tool(t: &ToolCell, width: u16, unfolded: bool) -> Vec<Line<'static>> {
         Line::from(spans)
     };
     // edit_file and write_file show what they change.
-    let get = |k: &str| t.args.get(k).and_then(Value::as_str);
-    let diff_lines = match (t.tool.as_str(), get("old_text"), get("new_text"), get("content")) {
-        ("edit_file", Some(old), Some(new), _) => Some(diff::edit_diff(old, new, body_width, DIFF_LINES)),
-        ("write_file", _, _, Some(content)) => Some(diff::new_file(content, body_width, DIFF_LINES)),
-        _ => None,
-    };
-    if let Some(d) = diff_lines {
-        lines.extend(d.into_iter().map(pad));
+    if !matches!(&t.diff_cache, Some((w, _)) if *w == body_width) {
+        let get = |k: &str| t.args.get(k).and_then(Value::as_str);
+        let d = match (t.tool.as_str(), get("old_text"), get("new_text"), get("content")) {
+            ("edit_file", Some(old), Some(new), _) => diff::edit_diff(old, new, body_width, DIFF_LINES),
+            ("write_file", _, _, Some(content)) => diff::new_file(content, body_width, DIFF_LINES),
+            _ => Vec::new(),
+        };
+        t.diff_cache = Some((body_width, d));
+    }
+    if let Some((_, d)) = &t.diff_cache {
+        lines.extend(d.iter().cloned().map(pad));
     }
 
     if t.finished.is_some() && !t.output.is_empty() {
