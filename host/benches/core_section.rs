@@ -78,6 +78,7 @@ async fn session(turns: usize, task: bool) -> Measured {
         name: "bench".into(),
         api_key_env: "NONE".into(),
         api_key: None,
+        ..ModelConfig::default()
     })
     .expect("client");
     let mut config = SessionConfig::new(std::fs::canonicalize(ws.path()).expect("canon"), registry, model);

@@ -15,6 +15,8 @@
 
 #[cfg(feature = "session")]
 pub mod session;
+mod messages_wire;
+mod responses_wire;
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
@@ -49,7 +51,7 @@ pub fn call(id: &str, name: &str, args: Value) -> ScriptedCall {
 }
 
 #[derive(Debug, Clone)]
-enum Body_ {
+pub(crate) enum Body_ {
     Stream {
         text: String,
         calls: Vec<ScriptedCall>,
@@ -143,11 +145,35 @@ impl Reply {
     }
 }
 
+/// The wire API a scripted server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Api {
+    /// OpenAI Chat Completions (`/chat/completions`).
+    #[default]
+    Chat,
+    /// OpenAI Responses (`/responses`).
+    Responses,
+    /// Anthropic Messages (`/messages`).
+    Messages,
+}
+
+impl Api {
+    fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/chat/completions",
+            Api::Responses => "/responses",
+            Api::Messages => "/messages",
+        }
+    }
+}
+
 /// One request as received.
 #[derive(Debug, Clone)]
 pub struct Recorded {
     pub path: String,
     pub authorization: Option<String>,
+    /// Every request header, names lower-case (`x-api-key`, `anthropic-version`, a provider's own).
+    pub headers: Vec<(String, String)>,
     pub body: Value,
     /// When the request arrived.
     pub at: Instant,
@@ -200,6 +226,7 @@ struct Conversation {
 
 #[derive(Default)]
 struct State {
+    api: Api,
     conversations: Vec<Conversation>,
     /// Requests received, all conversations.
     next: usize,
@@ -223,6 +250,21 @@ impl ScriptedServer {
     /// Start a server that answers requests with `script`, in order.
     pub fn start(script: Vec<Reply>) -> Self {
         Self::start_with(script, true)
+    }
+
+    /// A server of another wire API answering `script` in order (the same [`Reply`]s, written
+    /// as that API streams them).
+    pub fn start_api(api: Api, script: Vec<Reply>) -> Self {
+        Self::start_state(State {
+            api,
+            conversations: vec![Conversation {
+                key: None,
+                script,
+                ..Conversation::default()
+            }],
+            record: true,
+            ..State::default()
+        })
     }
 
     /// Same; `record` = false keeps no request bodies (invariants are still checked).
@@ -363,7 +405,8 @@ async fn handle(st: Arc<Mutex<State>>, method: Method, uri: Uri, headers: Header
     let reply = {
         let mut s = st.lock().unwrap_or_else(|e| e.into_inner());
         let n = s.next;
-        if method != Method::POST || !path.ends_with("/chat/completions") {
+        let api = s.api;
+        if method != Method::POST || !path.ends_with(api.path()) {
             s.violations.push(format!("request #{n}: unexpected {method} {path}"));
             return status(404, "not found");
         }
@@ -374,12 +417,16 @@ async fn handle(st: Arc<Mutex<State>>, method: Method, uri: Uri, headers: Header
                 return status(400, "bad json");
             }
         };
-        let first_user = body["messages"]
-            .as_array()
-            .and_then(|m| m.iter().find(|m| m["role"] == "user"))
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or_default()
-            .to_string();
+        let first_user = match api {
+            Api::Chat => body["messages"]
+                .as_array()
+                .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+                .and_then(|m| m["content"].as_str())
+                .unwrap_or_default()
+                .to_string(),
+            Api::Responses => responses_wire::first_user(&body),
+            Api::Messages => messages_wire::first_user(&body),
+        };
         let Some(ci) = s
             .conversations
             .iter()
@@ -390,7 +437,12 @@ async fn handle(st: Arc<Mutex<State>>, method: Method, uri: Uri, headers: Header
             ));
             return status(500, "no conversation");
         };
-        for v in check_request(&body, &s.conversations[ci].issued) {
+        let violations = match api {
+            Api::Chat => check_request(&body, &s.conversations[ci].issued),
+            Api::Responses => responses_wire::check_request(&body, &s.conversations[ci].issued),
+            Api::Messages => messages_wire::check_request(&body, &s.conversations[ci].issued),
+        };
+        for v in violations {
             s.violations.push(format!("request #{n} (conversation {ci}): {v}"));
         }
         let rec = Recorded {
@@ -399,6 +451,10 @@ async fn handle(st: Arc<Mutex<State>>, method: Method, uri: Uri, headers: Header
                 .get("authorization")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or_default().to_string()))
+                .collect(),
             body: if s.record { body.clone() } else { Value::Null },
             at: Instant::now(),
             finished: None,
@@ -430,6 +486,28 @@ async fn handle(st: Arc<Mutex<State>>, method: Method, uri: Uri, headers: Header
     };
     let (reply, model, n) = reply;
     let done = Some((st.clone(), n));
+    let api = st.lock().unwrap_or_else(|e| e.into_inner()).api;
+    if api != Api::Chat {
+        return match reply.body {
+            Body_::Status { code, body } => status(code, &body),
+            Body_::Hang => sse_response(
+                match api {
+                    Api::Responses => responses_wire::hang(&model),
+                    _ => messages_wire::hang(&model),
+                },
+                reply.delay,
+                true,
+                done,
+            ),
+            other => {
+                let events = match api {
+                    Api::Responses => responses_wire::render(&other, &model),
+                    _ => messages_wire::render(&other, &model),
+                };
+                sse_response(events, reply.delay, false, done)
+            }
+        };
+    }
     match reply.body {
         Body_::Status { code, body } => status(code, &body),
         Body_::Malformed => sse_response(

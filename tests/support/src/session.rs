@@ -21,6 +21,7 @@ pub fn model(server: &ScriptedServer, name: &str) -> ModelClient {
         name: name.into(),
         api_key_env: "NONE".into(),
         api_key: None,
+        ..ModelConfig::default()
     })
     .expect("model client")
 }

@@ -158,6 +158,7 @@ impl Resumed {
                                 tool_calls: calls,
                                 reasoning_content: None,
                                 reasoning: None,
+                                native: None,
                             });
                         }
                         _ => {}

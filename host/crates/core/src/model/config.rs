@@ -1,20 +1,56 @@
-//! Which model to talk to. Precedence: flags (`--model`, `--base-url`) > env (`CST_MODEL`,
-//! `CST_BASE_URL`, then `OPENAI_BASE_URL`) > `settings.json` key `model` in the config dir >
-//! defaults.
+//! Which model to talk to, and over which wire API. Precedence: flags (`--provider`, `--model`,
+//! `--base-url`) > env (`CST_PROVIDER`, `CST_MODEL`, `CST_BASE_URL`, then `OPENAI_BASE_URL`
+//! when no provider names a URL) > `settings.json` in the config dir > defaults.
 //!
 //! ```json
-//! { "model": { "base_url": "http://127.0.0.1:11434/v1", "name": "qwen3:8b", "api_key_env": "OLLAMA_KEY" } }
+//! { "model": { "name": "qwen3:8b", "base_url": "http://127.0.0.1:11434/v1", "api_key_env": "OLLAMA_KEY" } }
+//! ```
+//!
+//! Named providers (docs/models.md has recipes), one of them the default:
+//!
+//! ```json
+//! { "default_provider": "anthropic",
+//!   "providers": {
+//!     "anthropic": { "api": "messages", "base_url": "https://api.anthropic.com/v1",
+//!                    "api_key_env": "ANTHROPIC_API_KEY", "model": "claude-sonnet-4-5" },
+//!     "azure": { "api": "chat", "base_url": "https://x.openai.azure.com/openai/deployments/gpt",
+//!                "api_key_env": "AZURE_OPENAI_KEY", "headers": { "api-key": "${AZURE_OPENAI_KEY}" },
+//!                "query_params": { "api-version": "2025-04-01-preview" } } } }
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const DEFAULT_API_KEY_ENV: &str = cst_config::secrets::DEFAULT_API_KEY_ENV;
 
+/// The wire API a provider speaks; chosen in its profile, never guessed from a model name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WireApi {
+    /// OpenAI Chat Completions and every server compatible with it.
+    #[default]
+    Chat,
+    /// OpenAI Responses (`/responses`).
+    Responses,
+    /// Anthropic Messages (`/messages`).
+    Messages,
+}
+
+impl WireApi {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WireApi::Chat => "chat",
+            WireApi::Responses => "responses",
+            WireApi::Messages => "messages",
+        }
+    }
+}
+
 /// The resolved model settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ModelConfig {
     pub base_url: String,
     pub name: String,
@@ -22,6 +58,16 @@ pub struct ModelConfig {
     pub api_key_env: String,
     /// Its value (not shown anywhere; redacted from transcripts).
     pub api_key: Option<String>,
+    pub api: WireApi,
+    /// The provider profile it came from, if any.
+    pub provider: Option<String>,
+    /// Extra request headers (values expanded from `${VAR}`, and then secrets).
+    pub headers: Vec<(String, String)>,
+    /// Query parameters added to the endpoint URL (Azure's `api-version`).
+    pub query_params: Vec<(String, String)>,
+    /// The model's context window in tokens, when the profile says (else a table of known
+    /// models decides).
+    pub context_window: Option<u64>,
 }
 
 /// Values given on the command line.
@@ -29,13 +75,41 @@ pub struct ModelConfig {
 pub struct ModelOverrides {
     pub model: Option<String>,
     pub base_url: Option<String>,
+    pub provider: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct SettingsModel {
     base_url: Option<String>,
     name: Option<String>,
     api_key_env: Option<String>,
+    context_window: Option<u64>,
+}
+
+/// One named provider of settings.json `providers`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Provider {
+    base_url: Option<String>,
+    #[serde(default)]
+    api: WireApi,
+    api_key_env: Option<String>,
+    /// The model used with this provider unless `--model` / `CST_MODEL` says otherwise.
+    model: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    query_params: BTreeMap<String, String>,
+    context_window: Option<u64>,
+}
+
+/// Where the three API kinds are by default, for a provider without `base_url`.
+fn default_base_url(api: WireApi) -> &'static str {
+    match api {
+        WireApi::Chat | WireApi::Responses => DEFAULT_BASE_URL,
+        WireApi::Messages => "https://api.anthropic.com/v1",
+    }
 }
 
 impl ModelConfig {
@@ -54,6 +128,10 @@ impl ModelConfig {
         if let Some(k) = &self.api_key {
             cst_config::secrets::remember(k);
         }
+        // Extra headers carry credentials (Azure's `api-key`, a proxy's token).
+        for (_, v) in &self.headers {
+            cst_config::secrets::remember(v);
+        }
     }
 
     /// Same as [`ModelConfig::resolve`] with an explicit settings file and env lookup.
@@ -62,20 +140,39 @@ impl ModelConfig {
         overrides: &ModelOverrides,
         env: impl Fn(&str) -> Option<String>,
     ) -> anyhow::Result<Self> {
-        let from_file = read_settings_model(settings)?;
+        let (from_file, providers, default_provider) = read_settings(settings)?;
+        let provider_name = overrides
+            .provider
+            .clone()
+            .or_else(|| env("CST_PROVIDER"))
+            .or(default_provider);
+        let provider = match &provider_name {
+            None => None,
+            Some(name) => Some(providers.get(name).cloned().ok_or_else(|| {
+                let known: Vec<&str> = providers.keys().map(String::as_str).collect();
+                anyhow::anyhow!(
+                    "no provider `{name}` in {} (`providers` has: {})",
+                    settings.display(),
+                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                )
+            })?),
+        };
+        let p = provider.clone().unwrap_or_default();
         let base_url = overrides
             .base_url
             .clone()
             .or_else(|| env("CST_BASE_URL"))
+            .or(p.base_url.clone())
             // What the OpenAI SDKs and Codex read: a user who set it pointed elsewhere, and the
-            // key must go there, never to the default URL.
-            .or_else(|| env("OPENAI_BASE_URL"))
-            .or(from_file.base_url)
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+            // key must go there, never to the default URL. A provider that names its URL wins.
+            .or_else(|| if provider.is_none() { env("OPENAI_BASE_URL") } else { None })
+            .or(if provider.is_none() { from_file.base_url.clone() } else { None })
+            .unwrap_or_else(|| default_base_url(p.api).to_string());
         let name = overrides
             .model
             .clone()
             .or_else(|| env("CST_MODEL"))
+            .or(p.model.clone())
             .or(from_file.name)
             .ok_or_else(|| {
                 anyhow::anyhow!(
@@ -86,29 +183,67 @@ impl ModelConfig {
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             anyhow::bail!("model base URL `{base_url}` must start with http:// or https://");
         }
-        let api_key_env = from_file.api_key_env.unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_string());
+        let api_key_env = p
+            .api_key_env
+            .clone()
+            .or(from_file.api_key_env)
+            .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_string());
         let api_key = env(&api_key_env);
+        let where_ = |field: &str| format!("{}: providers.{}.{field}", settings.display(), provider_name.as_deref().unwrap_or(""));
+        let expand = |field: String, value: &str| {
+            cst_extensions::mcp::config::expand_vars(value, &|k| env(k))
+                .map_err(|var| anyhow::anyhow!("{}: {var} is not a set environment variable", where_(&field)))
+        };
+        let mut headers = Vec::new();
+        for (k, v) in &p.headers {
+            headers.push((k.clone(), expand(format!("headers.{k}"), v)?));
+        }
+        let mut query_params = Vec::new();
+        for (k, v) in &p.query_params {
+            query_params.push((k.clone(), expand(format!("query_params.{k}"), v)?));
+        }
         Ok(Self {
             base_url,
             name,
             api_key_env,
             api_key,
+            api: p.api,
+            provider: provider_name,
+            headers,
+            query_params,
+            context_window: p.context_window.or(from_file.context_window),
         })
     }
 }
 
-/// Read the `model` key of settings.json; a missing file is no error, a broken one is.
-fn read_settings_model(file: &Path) -> anyhow::Result<SettingsModel> {
+/// The `model`, `providers` and `default_provider` keys of settings.json; a missing file is no
+/// error, a broken one is (naming the key).
+fn read_settings(file: &Path) -> anyhow::Result<(SettingsModel, BTreeMap<String, Provider>, Option<String>)> {
     let settings = cst_config::settings::Settings::load_from(file)?;
-    match settings.values.get("model") {
-        None | Some(serde_json::Value::Null) => Ok(SettingsModel::default()),
+    let model = match settings.values.get("model") {
+        None | Some(serde_json::Value::Null) => SettingsModel::default(),
         Some(m) => serde_json::from_value(m.clone()).map_err(|e| {
             anyhow::anyhow!(
-                "{}: key `model` must be {{\"base_url\", \"name\", \"api_key_env\"}} strings: {e}",
+                "{}: key `model` must be {{\"base_url\", \"name\", \"api_key_env\", \"context_window\"}}: {e}",
                 file.display()
             )
-        }),
-    }
+        })?,
+    };
+    let providers = match settings.values.get("providers") {
+        None | Some(serde_json::Value::Null) => BTreeMap::new(),
+        Some(p) => serde_json::from_value(p.clone()).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: key `providers` must map names to {{\"api\": \"chat\"|\"responses\"|\"messages\", \"base_url\", \"api_key_env\", \"model\", \"headers\", \"query_params\", \"context_window\"}}: {e}",
+                file.display()
+            )
+        })?,
+    };
+    let default = match settings.values.get("default_provider") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(_) => anyhow::bail!("{}: key `default_provider` must be a provider's name", file.display()),
+    };
+    Ok((model, providers, default))
 }
 
 #[cfg(test)]
@@ -136,6 +271,7 @@ mod tests {
         let o = ModelOverrides {
             model: Some("flag".into()),
             base_url: Some("http://flag".into()),
+            ..ModelOverrides::default()
         };
         let c = ModelConfig::resolve_with(&file, &o, env).unwrap();
         assert_eq!((c.name.as_str(), c.base_url.as_str()), ("flag", "http://flag"));

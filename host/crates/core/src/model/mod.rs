@@ -1,8 +1,14 @@
-//! The model client: OpenAI-compatible Chat Completions with SSE streaming and tool calls
-//! (OpenAI, DeepSeek, vLLM, Ollama, llama.cpp's server). Configured by `settings.json` key
-//! `model` and overridden by env (`CST_MODEL`, `CST_BASE_URL`) and flags (`--model`, `--base-url`).
+//! The model client: one client, three wire APIs chosen per provider (never guessed from the
+//! model name) — OpenAI-compatible Chat Completions (OpenAI, DeepSeek, vLLM, Ollama, llama.cpp's
+//! server), OpenAI Responses ([`responses`]) and Anthropic Messages ([`messages`]) — each
+//! streamed over SSE with tool calls. The history is kept in the Chat Completions shape
+//! ([`ChatMessage`]); each wire writes its own request from it and reads its own stream into an
+//! [`AssistantTurn`]. Configured by `settings.json` (`model`, `providers`) and overridden by env
+//! (`CST_MODEL`, `CST_BASE_URL`) and flags (`--provider`, `--model`, `--base-url`).
 
 pub mod config;
+pub mod messages;
+pub mod responses;
 mod sse;
 
 use std::time::Duration;
@@ -12,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-pub use config::{ModelConfig, ModelOverrides};
+pub use config::{ModelConfig, ModelOverrides, WireApi};
 
 /// One message of the conversation, in the Chat Completions shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,6 +42,11 @@ pub enum ChatMessage {
         reasoning_content: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reasoning: Option<String>,
+        /// What the Responses or Messages API needs back verbatim on the next request (reasoning
+        /// items with their encrypted content, thinking blocks with their signatures); never
+        /// sent on Chat Completions.
+        #[serde(skip)]
+        native: Option<Value>,
     },
     Tool {
         tool_call_id: String,
@@ -81,6 +92,8 @@ pub struct AssistantTurn {
     pub reasoning: Option<Reasoning>,
     /// Tokens of this call, when the server reported them.
     pub usage: Option<cst_protocol::TokenUsage>,
+    /// Kept for the next request of the same wire API ([`ChatMessage::Assistant::native`]).
+    pub native: Option<Value>,
 }
 
 /// Thinking text and the delta field it came in (`reasoning_content` or `reasoning`).
@@ -104,8 +117,21 @@ impl AssistantTurn {
             tool_calls: self.tool_calls.clone(),
             reasoning_content: thinking("reasoning_content"),
             reasoning: thinking("reasoning"),
+            native: self.native.clone(),
         }
     }
+}
+
+/// Reads one wire API's response stream, one SSE event at a time, into an [`AssistantTurn`].
+pub trait StreamReader: Send {
+    /// One event: its `event:` name (`message` when the server sent none) and its `data:`
+    /// lines joined. `Ok(true)` when the stream is complete (Chat's `[DONE]`, Responses'
+    /// `response.completed`, Messages' `message_stop`).
+    fn feed(&mut self, event: &str, data: &str, on_delta: &mut (dyn FnMut(Delta<'_>) + Send)) -> Result<bool, String>;
+    /// Whether what was read is a finished answer though the stream ended without its last
+    /// event (a server that closes right after the finish reason).
+    fn finished(&self) -> bool;
+    fn finish(self: Box<Self>) -> Result<AssistantTurn, String>;
 }
 
 /// A streamed fragment: answer text, or thinking.
@@ -170,7 +196,7 @@ impl ModelClient {
             // An idle stream for this long is a dead server, not a slow model.
             .read_timeout(Duration::from_secs(300))
             .build()?;
-        let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        let url = endpoint(&config);
         Ok(Self {
             http,
             config,
@@ -190,39 +216,21 @@ impl ModelClient {
         c
     }
 
-    /// The request body for `messages` and `tools` (streaming on).
+    /// The request body for `messages` and `tools` (streaming on), in this provider's API.
     pub fn request_body(&self, messages: &[ChatMessage], tools: &[ToolDef]) -> Value {
-        let mut body = json!({
-            "model": self.config.name,
-            "messages": messages,
-            "stream": true,
-            // Token counts in a last chunk (OpenAI, vLLM, Ollama, llama.cpp's server; others
-            // ignore it).
-            "stream_options": {"include_usage": true},
-        });
-        // Thinking goes back only within the current turn (after the last user message), as
-        // DeepSeek asks; older turns' thinking is dropped to keep requests small.
-        if let Some(list) = body["messages"].as_array_mut() {
-            let last_user = list.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
-            for m in &mut list[..last_user] {
-                if let Some(o) = m.as_object_mut() {
-                    o.remove("reasoning_content");
-                    o.remove("reasoning");
-                }
-            }
+        match self.config.api {
+            WireApi::Chat => chat_body(&self.config, messages, tools),
+            WireApi::Responses => responses::request_body(&self.config, messages, tools),
+            WireApi::Messages => messages::request_body(&self.config, messages, tools),
         }
-        // Some servers reject an empty `tools` array, so it is left out when there are none.
-        if !tools.is_empty() {
-            body["tools"] = tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.parameters,
-                    }})
-                })
-                .collect();
+    }
+
+    fn reader(&self) -> Box<dyn StreamReader> {
+        match self.config.api {
+            WireApi::Chat => Box::new(sse::Accumulator::default()),
+            WireApi::Responses => Box::new(responses::Reader::default()),
+            WireApi::Messages => Box::new(messages::Reader::default()),
         }
-        body
     }
 
     /// One model call, streamed: `on_delta` gets each text fragment as it arrives. Retries on
@@ -273,8 +281,21 @@ impl ModelClient {
 
     async fn send(&self, body: &Value) -> Result<reqwest::Response, (ModelError, Option<Duration>)> {
         let mut req = self.http.post(&self.url).json(body);
-        if let Some(key) = &self.config.api_key {
-            req = req.bearer_auth(key);
+        req = match (self.config.api, &self.config.api_key) {
+            // Anthropic's own header and its required API version.
+            (WireApi::Messages, key) => {
+                let req = req.header("anthropic-version", messages::API_VERSION);
+                match key {
+                    Some(k) => req.header("x-api-key", k),
+                    None => req,
+                }
+            }
+            (_, Some(key)) => req.bearer_auth(key),
+            (_, None) => req,
+        };
+        // The provider's extra headers (OpenRouter's, Azure's `api-key`) come last and win.
+        for (name, value) in &self.config.headers {
+            req = req.header(name.as_str(), value.as_str());
         }
         let resp = req.send().await.map_err(|e| {
             (
@@ -334,31 +355,100 @@ impl ModelClient {
             url: self.url.clone(),
             detail,
         };
-        let mut acc = sse::Accumulator::default();
+        let mut reader = self.reader();
         let mut lines = sse::LineSplitter::default();
+        let mut events = sse::EventAssembler::default();
         let mut stream = resp.bytes_stream();
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| malformed(format!("the connection broke: {}", error_chain(&e))))?;
             for line in lines.push(&chunk) {
-                if acc.feed_line(&line, on_delta).map_err(malformed)? {
-                    return acc.finish().map_err(malformed);
+                if let Some((event, data)) = events.push_line(&line).map_err(malformed)? {
+                    if reader.feed(&event, &data, on_delta).map_err(malformed)? {
+                        return reader.finish().map_err(malformed);
+                    }
                 }
             }
         }
+        // The end of the stream ends the last line and the last event.
         if let Some(line) = lines.rest() {
-            if acc.feed_line(&line, on_delta).map_err(malformed)? {
-                return acc.finish().map_err(malformed);
+            events.push_line(&line).map_err(malformed)?;
+        }
+        if let Some((event, data)) = events.take() {
+            if reader.feed(&event, &data, on_delta).map_err(malformed)? {
+                return reader.finish().map_err(malformed);
             }
         }
-        // No `[DONE]`: accept the message only if the model said it had finished.
-        if acc.saw_finish() {
-            acc.finish().map_err(malformed)
+        // No end event: accept the message only if the model said it had finished.
+        if reader.finished() {
+            reader.finish().map_err(malformed)
         } else {
             Err(malformed(
-                "the stream ended before the model finished (no finish_reason, no [DONE])".into(),
+                "the stream ended before the model finished (no finish reason, no end event)".into(),
             ))
         }
     }
+}
+
+/// The Chat Completions request body (streaming on).
+fn chat_body(config: &ModelConfig, messages: &[ChatMessage], tools: &[ToolDef]) -> Value {
+        let mut body = json!({
+            "model": config.name,
+            "messages": messages,
+            "stream": true,
+            // Token counts in a last chunk (OpenAI, vLLM, Ollama, llama.cpp's server; others
+            // ignore it).
+            "stream_options": {"include_usage": true},
+        });
+        // Thinking goes back only within the current turn (after the last user message), as
+        // DeepSeek asks; older turns' thinking is dropped to keep requests small.
+        if let Some(list) = body["messages"].as_array_mut() {
+            let last_user = list.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+            for m in &mut list[..last_user] {
+                if let Some(o) = m.as_object_mut() {
+                    o.remove("reasoning_content");
+                    o.remove("reasoning");
+                }
+            }
+        }
+        // Some servers reject an empty `tools` array, so it is left out when there are none.
+        if !tools.is_empty() {
+            body["tools"] = tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.parameters,
+                    }})
+                })
+                .collect();
+        }
+        body
+    }
+
+/// The URL of a provider's endpoint: the base URL, the API's path, the provider's query
+/// parameters (Azure's `api-version`).
+fn endpoint(config: &ModelConfig) -> String {
+    let path = match config.api {
+        WireApi::Chat => "/chat/completions",
+        WireApi::Responses => "/responses",
+        WireApi::Messages => "/messages",
+    };
+    let mut url = format!("{}{path}", config.base_url.trim_end_matches('/'));
+    for (i, (k, v)) in config.query_params.iter().enumerate() {
+        url.push(if i == 0 && !url.contains('?') { '?' } else { '&' });
+        url.push_str(&urlencode(k));
+        url.push('=');
+        url.push_str(&urlencode(v));
+    }
+    url
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// What a 404 from `/chat/completions` most likely means, for the error message (issue 14 item
@@ -410,6 +500,7 @@ mod tests {
             name: "deepseek-reasoner".into(),
             api_key_env: "K".into(),
             api_key: None,
+            ..ModelConfig::default()
         })
         .expect("client")
     }
@@ -420,6 +511,7 @@ mod tests {
             tool_calls: vec![],
             reasoning_content: Some(thinking.into()),
             reasoning: None,
+            native: None,
         }
     }
 

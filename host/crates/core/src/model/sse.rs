@@ -1,5 +1,7 @@
-//! Server-sent events of a streamed Chat Completion: split into lines, fold the `data:` chunks
-//! into one assistant turn.
+//! Server-sent events: split a byte stream into lines and the lines into events (every wire
+//! API), and fold a Chat Completion's `data:` chunks into one assistant turn. Our own small
+//! parser rather than a client crate: a reconnecting SSE client would resend a completion, and
+//! the end of a stream without its blank line must still count (servers that just close).
 
 use serde_json::Value;
 
@@ -38,6 +40,59 @@ impl LineSplitter {
     }
 }
 
+/// Assembles SSE lines into events: `event:` names it, `data:` lines are joined with `\n`, a
+/// blank line dispatches; comments and `id:`/`retry:` are ignored.
+#[derive(Default)]
+pub struct EventAssembler {
+    event: String,
+    data: Vec<String>,
+}
+
+/// Most bytes of one event's data: a server cannot grow one event without bound.
+const MAX_EVENT_BYTES: usize = 16 << 20;
+
+impl EventAssembler {
+    /// Feed one line; the event it completes, as (name, data). The name is `message` when the
+    /// server gave none, as the SSE standard says.
+    pub fn push_line(&mut self, line: &str) -> Result<Option<(String, String)>, String> {
+        if line.is_empty() {
+            return Ok(self.take());
+        }
+        if line.starts_with(':') {
+            return Ok(None);
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line, ""),
+        };
+        match field {
+            "event" => self.event = value.to_string(),
+            "data" => {
+                let size: usize = self.data.iter().map(|d| d.len() + 1).sum();
+                if size + value.len() > MAX_EVENT_BYTES {
+                    return Err(format!("an event is larger than {} MiB", MAX_EVENT_BYTES >> 20));
+                }
+                self.data.push(value.to_string());
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// The event still open when the stream ended without its blank line.
+    pub fn take(&mut self) -> Option<(String, String)> {
+        if self.data.is_empty() {
+            self.event.clear();
+            return None;
+        }
+        let name = match std::mem::take(&mut self.event) {
+            e if e.is_empty() => "message".to_string(),
+            e => e,
+        };
+        Some((name, std::mem::take(&mut self.data).join("\n")))
+    }
+}
+
 /// Most tool calls one answer may hold.
 const MAX_CALLS: usize = 128;
 
@@ -66,12 +121,18 @@ pub struct Accumulator {
 }
 
 impl Accumulator {
-    /// Feed one line; returns `Ok(true)` at `data: [DONE]`.
+    /// Feed one line; returns `Ok(true)` at `data: [DONE]` (the unit tests feed lines).
+    #[cfg(test)]
     pub fn feed_line(&mut self, line: &str, on_delta: &mut (dyn FnMut(Delta<'_>) + Send)) -> Result<bool, String> {
-        let Some(data) = line.strip_prefix("data:") else {
+        match line.strip_prefix("data:") {
+            Some(data) => self.feed_data(data, on_delta),
             // Comments (`: keep-alive`), `event:`/`id:` fields and blank separators carry nothing.
-            return Ok(false);
-        };
+            None => Ok(false),
+        }
+    }
+
+    /// Feed one event's data; returns `Ok(true)` at `[DONE]`.
+    pub fn feed_data(&mut self, data: &str, on_delta: &mut (dyn FnMut(Delta<'_>) + Send)) -> Result<bool, String> {
         let data = data.trim();
         if data == "[DONE]" {
             return Ok(true);
@@ -194,6 +255,7 @@ impl Accumulator {
             finish_reason: self.finish_reason,
             reasoning,
             usage: self.usage,
+            native: None,
         })
     }
 }
@@ -323,5 +385,25 @@ mod tests {
             .feed_line("data: {\"error\":{\"message\":\"boom\"}}", &mut |_| {})
             .unwrap_err();
         assert!(err.contains("boom"), "{err}");
+    }
+}
+
+impl super::StreamReader for Accumulator {
+    fn feed(&mut self, _event: &str, data: &str, on_delta: &mut (dyn FnMut(Delta<'_>) + Send)) -> Result<bool, String> {
+        // Several JSON chunks in one event (servers that omit the blank lines) are fed one by one.
+        for line in data.split('\n') {
+            if self.feed_data(line, on_delta)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn finished(&self) -> bool {
+        self.saw_finish()
+    }
+
+    fn finish(self: Box<Self>) -> Result<AssistantTurn, String> {
+        Accumulator::finish(*self)
     }
 }
