@@ -57,10 +57,12 @@ pub struct ExecArgs {
     /// Model name (overrides settings.json `model.name`).
     #[arg(long, env = "CST_MODEL")]
     pub model: Option<String>,
-    /// Chat Completions base URL, e.g. http://127.0.0.1:11434/v1 (overrides OPENAI_BASE_URL and
-    /// settings.json `model.base_url`).
+    /// Base URL of the model server, e.g. http://127.0.0.1:11434/v1 (overrides the provider's,
+    /// OPENAI_BASE_URL and settings.json `model.base_url`).
     #[arg(long, value_name = "URL", env = "CST_BASE_URL")]
     pub base_url: Option<String>,
+    #[command(flatten)]
+    pub session: super::session_args::SessionArgs,
 }
 
 fn status_of(end: &TurnEnd) -> (&'static str, i32) {
@@ -127,9 +129,18 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         eprintln!("error: workspace {} is not a folder", workspace.display());
         return code::USAGE;
     }
+    let resumed = match args.session.resumed(&workspace) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return code::USAGE;
+        }
+    };
     let config = match ModelConfig::resolve(&ModelOverrides {
-        model: args.model.clone(),
+        // A continued session keeps its model unless `--model` says otherwise.
+        model: args.model.clone().or_else(|| resumed.as_ref().map(|r| r.model.clone())),
         base_url: args.base_url.clone(),
+        provider: args.session.provider.clone(),
     }) {
         Ok(c) => c,
         Err(e) => {
@@ -153,7 +164,11 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         }
     };
     // Headless: the build waits (up to 30 s) for MCP servers that are still starting (M7).
-    let session = SessionBuilder::new(workspace, model)
+    let mut builder = SessionBuilder::new(workspace, model);
+    if let Some(r) = resumed {
+        builder = builder.resume(r);
+    }
+    let session = builder
         .profile(cli.tools)
         .approval(args.approval)
         .headless(true)

@@ -4,6 +4,7 @@ pub mod agents;
 pub mod exec;
 pub mod mcp;
 pub mod plugins;
+pub mod session_args;
 pub mod status;
 pub mod tools;
 pub mod trust;

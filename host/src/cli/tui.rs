@@ -19,30 +19,12 @@ pub struct TuiArgs {
     /// Model name (overrides settings.json `model.name`; `/model` changes it later).
     #[arg(long, env = "CST_MODEL")]
     pub model: Option<String>,
-    /// Chat Completions base URL (overrides OPENAI_BASE_URL and settings.json `model.base_url`).
+    /// Base URL of the model server (overrides the provider's, OPENAI_BASE_URL and settings.json
+    /// `model.base_url`).
     #[arg(long, value_name = "URL", env = "CST_BASE_URL")]
     pub base_url: Option<String>,
-    /// Reopen this workspace's last session from its transcript.
-    #[arg(long = "continue", short = 'c', conflicts_with = "resume")]
-    pub continue_last: bool,
-    /// Reopen the session with this id (a folder of `.agent/sessions/`).
-    #[arg(long, value_name = "ID")]
-    pub resume: Option<String>,
-}
-
-/// The session to reopen, if asked for: `Err` says why it cannot be.
-fn resumed(workspace: &std::path::Path, args: &TuiArgs) -> Result<Option<resume::Resumed>, String> {
-    let id = match (&args.resume, args.continue_last) {
-        (Some(id), _) => id.clone(),
-        (None, true) => resume::last_session_id(workspace).ok_or_else(|| {
-            format!(
-                "no session to continue in {}; `cst-agent` starts a new one",
-                workspace.join(".agent/sessions").display()
-            )
-        })?,
-        (None, false) => return Ok(None),
-    };
-    resume::load(workspace, &id).map(Some)
+    #[command(flatten)]
+    pub session: super::session_args::SessionArgs,
 }
 
 /// What the chat shows of a reopened conversation: its messages and tool calls.
@@ -91,7 +73,7 @@ pub async fn run(cli: &Cli, args: &TuiArgs) -> i32 {
         eprintln!("error: workspace {} is not a folder", workspace.display());
         return super::exit::USAGE;
     }
-    let resumed = match resumed(&workspace, args) {
+    let resumed = match args.session.resumed(&workspace) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
@@ -102,6 +84,7 @@ pub async fn run(cli: &Cli, args: &TuiArgs) -> i32 {
         // A reopened session keeps its model unless `--model` says otherwise.
         model: args.model.clone().or_else(|| resumed.as_ref().map(|r| r.model.clone())),
         base_url: args.base_url.clone(),
+        provider: args.session.provider.clone(),
     }) {
         Ok(c) => c,
         Err(e) => {

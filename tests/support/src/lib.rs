@@ -13,10 +13,10 @@
 //!
 //! With the `session` feature, [`session`] runs the real core against such a server in-process.
 
-#[cfg(feature = "session")]
-pub mod session;
 mod messages_wire;
 mod responses_wire;
+#[cfg(feature = "session")]
+pub mod session;
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
@@ -171,6 +171,8 @@ impl Api {
 #[derive(Debug, Clone)]
 pub struct Recorded {
     pub path: String,
+    /// The query string, if any (Azure's `api-version`).
+    pub query: Option<String>,
     pub authorization: Option<String>,
     /// Every request header, names lower-case (`x-api-key`, `anthropic-version`, a provider's own).
     pub headers: Vec<(String, String)>,
@@ -446,6 +448,7 @@ async fn handle(st: Arc<Mutex<State>>, method: Method, uri: Uri, headers: Header
             s.violations.push(format!("request #{n} (conversation {ci}): {v}"));
         }
         let rec = Recorded {
+            query: uri.query().map(str::to_string),
             path,
             authorization: headers
                 .get("authorization")
@@ -732,7 +735,13 @@ pub fn check_request(body: &Value, issued: &[String]) -> Vec<String> {
             v.push(format!("tool call `{id}` answered {n} times"));
         }
     }
-    for id in issued {
+    // A compacted history starts with the summary instead of the older replies and their calls.
+    let compacted = messages
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .is_some_and(|t| t.starts_with(cst_protocol::COMPACTED_SUMMARY_PREFIX));
+    for id in issued.iter().filter(|_| !compacted) {
         if !asked.contains(id) {
             v.push(format!(
                 "tool call `{id}` handed out earlier is missing from the history"

@@ -10,6 +10,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::context;
 use crate::events::EventBus;
 use crate::model::{ChatMessage, ModelClient, ModelError, ToolCall, ToolDef};
 use cst_protocol::{Event, Outcome, TokenUsage, ToolCallRequest, TurnEnd};
@@ -102,6 +103,12 @@ impl Agent {
                     });
                 }
             };
+            let window = context::window_of(self.model.config());
+            if context::needs_compaction(&self.history, &tools, window) {
+                if let Err(ModelError::Cancelled) = self.compact(&tools, window, cancel).await {
+                    return (TurnEnd::Cancelled, step - 1);
+                }
+            }
             let reply = match self.model.complete(&self.history, &tools, cancel, &mut on_delta).await {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => return (TurnEnd::Cancelled, step - 1),
@@ -154,10 +161,13 @@ impl Agent {
                 return (TurnEnd::MaxSteps { limit: max }, step);
             }
             let outputs = self.run_calls(&calls, cancel).await;
+            // The model gets each result cut to a share of its window (head and tail kept); the
+            // transcript and the front end got it whole.
+            let budget = context::result_budget(context::window_of(self.model.config()));
             for (c, out) in calls.iter().zip(outputs) {
                 self.history.push(ChatMessage::Tool {
                     tool_call_id: c.id.clone(),
-                    content: out,
+                    content: context::cut_result(&out, budget),
                 });
             }
             if cancel.is_cancelled() {
@@ -165,6 +175,60 @@ impl Agent {
             }
         }
         (TurnEnd::MaxSteps { limit: max }, max)
+    }
+
+    /// Replace the older history by a summary the model writes, so the next request fits the
+    /// window; if the model cannot summarise, the older messages are dropped with a note. Only
+    /// a cancelled summary call is an error (the turn ends).
+    async fn compact(&mut self, tools: &[ToolDef], window: u64, cancel: &CancellationToken) -> Result<(), ModelError> {
+        let before = context::estimate(&self.history, tools);
+        let Some(keep) = context::keep_from(&self.history, tools, window) else {
+            return Ok(());
+        };
+        let first = usize::from(matches!(self.history.first(), Some(ChatMessage::System { .. })));
+        let request = context::summary_request(&self.history[first..keep], window);
+        let summary = match self.model.complete(&request, &[], cancel, &mut |_| {}).await {
+            Ok(reply) if !reply.text.trim().is_empty() => {
+                if let Some(u) = reply.usage {
+                    self.usage.get_or_insert_with(TokenUsage::default).add(u);
+                }
+                reply.text
+            }
+            Err(ModelError::Cancelled) => return Err(ModelError::Cancelled),
+            other => {
+                let why = match other {
+                    Err(e) => e.to_string(),
+                    Ok(_) => "the summary was empty".into(),
+                };
+                self.emit(Event::Warning {
+                    message: format!("the model could not summarise the older history ({why}); it was dropped"),
+                });
+                format!(
+                    "({} older messages were dropped; no summary could be made)",
+                    keep - first
+                )
+            }
+        };
+        self.history = context::compacted(&self.history, keep, &summary);
+        // A kept tail that is still too big (one huge exchange): its tool results are cut
+        // harder until the request fits.
+        let mut budget = context::result_budget(window);
+        while context::needs_compaction(&self.history, tools, window) && budget > 500 {
+            budget /= 2;
+            for m in &mut self.history {
+                if let ChatMessage::Tool { content, .. } = m {
+                    *content = context::cut_result(content, budget);
+                }
+            }
+        }
+        let after = context::estimate(&self.history, tools);
+        self.emit(Event::Compacted {
+            messages: keep - first,
+            tokens_before: before,
+            tokens_after: after,
+            summary,
+        });
+        Ok(())
     }
 
     /// Run one reply's calls: consecutive parallel-safe calls together, others alone, in order.

@@ -14,6 +14,7 @@
 pub mod agent;
 pub mod approvals;
 pub mod builder;
+pub mod context;
 pub mod events;
 pub mod model;
 mod pending;

@@ -163,6 +163,12 @@ pub enum Record {
         end: String,
         steps: u32,
     },
+    /// The history sent to the model was compacted: `messages` older ones summarised (they
+    /// stay above in this file).
+    Compacted {
+        messages: usize,
+        summary: String,
+    },
     SessionEnd {
         reason: String,
     },
@@ -399,6 +405,10 @@ impl TranscriptSink {
             Event::ModelChanged { model } => t.write(&Record::ModelChanged { model: model.clone() }),
             Event::ApprovalModeChanged { mode } => t.write(&Record::ApprovalChanged { mode: mode.clone() }),
             Event::Cleared => t.write(&Record::Clear),
+            Event::Compacted { messages, summary, .. } => t.write(&Record::Compacted {
+                messages: *messages,
+                summary: summary.clone(),
+            }),
             Event::SessionClosed => t.close(st.last_end.as_deref().unwrap_or("no turn")),
             _ => {}
         }

@@ -220,6 +220,17 @@ impl HeadlessEvent {
                 duration_ms: duration.as_secs_f64() * 1000.0,
                 subagent: None,
             },
+            Event::Compacted {
+                messages,
+                tokens_before,
+                tokens_after,
+                ..
+            } => HeadlessEvent::Warning {
+                message: format!(
+                    "context compacted: {messages} older messages summarised (about {tokens_before} → {tokens_after} tokens)"
+                ),
+                subagent: None,
+            },
             Event::Warning { message } => HeadlessEvent::Warning {
                 message: message.clone(),
                 subagent: None,

@@ -88,6 +88,11 @@ pub enum Op {
     Shutdown,
 }
 
+/// How the message that carries a compaction summary starts ([`Event::Compacted`]): the
+/// history before it was summarised, so tool calls of earlier replies are no longer in it.
+pub const COMPACTED_SUMMARY_PREFIX: &str =
+    "[Summary of the conversation so far: older turns were compacted to fit the context window]";
+
 /// One MCP server as a front end shows it (the TUI's sidebar and `/mcp`, M11, M12).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpServerState {
@@ -495,6 +500,14 @@ pub enum Event {
     },
     /// [`Op::Clear`] took effect: the conversation starts again from the system prompt.
     Cleared,
+    /// The history was about to outgrow the model's context window: its `messages` older
+    /// messages were replaced by the model's `summary` (the transcript keeps them all).
+    Compacted {
+        messages: usize,
+        tokens_before: u64,
+        tokens_after: u64,
+        summary: String,
+    },
     /// The session is over; no more events follow.
     SessionClosed,
 }

@@ -428,6 +428,19 @@ impl App {
                 self.scroll = 0;
                 self.notice(Level::Info, "conversation cleared: the next message starts afresh");
             }
+            Event::Compacted {
+                messages,
+                tokens_before,
+                tokens_after,
+                ..
+            } => self.notice(
+                Level::Info,
+                format!(
+                    "context compacted: {messages} older messages summarised (about {} → {} tokens)",
+                    crate::view::short_count(tokens_before),
+                    crate::view::short_count(tokens_after)
+                ),
+            ),
             Event::SessionClosed => self.closed = true,
             // A sub-agent's text and the main agent's own user message are not cells (the
             // user's line was shown when typed; /agents shows the sub-agents' work).

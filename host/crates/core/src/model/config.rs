@@ -153,7 +153,11 @@ impl ModelConfig {
                 anyhow::anyhow!(
                     "no provider `{name}` in {} (`providers` has: {})",
                     settings.display(),
-                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
                 )
             })?),
         };
@@ -165,8 +169,18 @@ impl ModelConfig {
             .or(p.base_url.clone())
             // What the OpenAI SDKs and Codex read: a user who set it pointed elsewhere, and the
             // key must go there, never to the default URL. A provider that names its URL wins.
-            .or_else(|| if provider.is_none() { env("OPENAI_BASE_URL") } else { None })
-            .or(if provider.is_none() { from_file.base_url.clone() } else { None })
+            .or_else(|| {
+                if provider.is_none() {
+                    env("OPENAI_BASE_URL")
+                } else {
+                    None
+                }
+            })
+            .or(if provider.is_none() {
+                from_file.base_url.clone()
+            } else {
+                None
+            })
             .unwrap_or_else(|| default_base_url(p.api).to_string());
         let name = overrides
             .model
@@ -189,7 +203,13 @@ impl ModelConfig {
             .or(from_file.api_key_env)
             .unwrap_or_else(|| DEFAULT_API_KEY_ENV.to_string());
         let api_key = env(&api_key_env);
-        let where_ = |field: &str| format!("{}: providers.{}.{field}", settings.display(), provider_name.as_deref().unwrap_or(""));
+        let where_ = |field: &str| {
+            format!(
+                "{}: providers.{}.{field}",
+                settings.display(),
+                provider_name.as_deref().unwrap_or("")
+            )
+        };
         let expand = |field: String, value: &str| {
             cst_extensions::mcp::config::expand_vars(value, &|k| env(k))
                 .map_err(|var| anyhow::anyhow!("{}: {var} is not a set environment variable", where_(&field)))
@@ -308,6 +328,96 @@ mod tests {
         assert_eq!(url(&[("OPENAI_BASE_URL", "http://proxy/v1")], &flag), "http://flag/v1");
         std::fs::write(&file, r#"{"model":{"name":"m","base_url":"http://file/v1"}}"#).unwrap();
         assert_eq!(url(&[("OPENAI_BASE_URL", "http://proxy/v1")], &none), "http://proxy/v1");
+    }
+
+    /// Issue 16 item 2: named providers, a default, `--provider` / `CST_PROVIDER` to choose.
+    #[test]
+    fn providers_are_chosen_by_flag_env_or_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("settings.json");
+        std::fs::write(
+            &file,
+            r#"{"default_provider": "claude",
+                "model": {"name": "plain", "base_url": "http://plain/v1"},
+                "providers": {
+                  "claude": {"api": "messages", "api_key_env": "ANTHROPIC_API_KEY", "model": "claude-sonnet-4-5"},
+                  "azure": {"api": "chat", "base_url": "https://x.openai.azure.com/openai/deployments/gpt",
+                            "api_key_env": "AZ_KEY", "headers": {"api-key": "${AZ_KEY}"},
+                            "query_params": {"api-version": "2025-04-01-preview"}, "context_window": 128000},
+                  "codex": {"api": "responses", "model": "gpt-5-codex"}}}"#,
+        )
+        .unwrap();
+        let env = |k: &str| match k {
+            "ANTHROPIC_API_KEY" => Some("ant-key".to_string()),
+            "AZ_KEY" => Some("az-secret".to_string()),
+            "OPENAI_BASE_URL" => Some("http://proxy/v1".to_string()),
+            _ => None,
+        };
+        let none = ModelOverrides::default();
+        let c = ModelConfig::resolve_with(&file, &none, env).unwrap();
+        assert_eq!(c.provider.as_deref(), Some("claude"));
+        assert_eq!(c.api, WireApi::Messages);
+        assert_eq!(c.base_url, "https://api.anthropic.com/v1");
+        assert_eq!(
+            (c.name.as_str(), c.api_key.as_deref()),
+            ("claude-sonnet-4-5", Some("ant-key"))
+        );
+
+        let azure = ModelOverrides {
+            provider: Some("azure".into()),
+            model: Some("gpt-4.1".into()),
+            ..ModelOverrides::default()
+        };
+        let c = ModelConfig::resolve_with(&file, &azure, env).unwrap();
+        assert_eq!(c.api, WireApi::Chat);
+        assert_eq!(c.name, "gpt-4.1");
+        assert_eq!(c.headers, vec![("api-key".to_string(), "az-secret".to_string())]);
+        assert_eq!(
+            c.query_params,
+            vec![("api-version".to_string(), "2025-04-01-preview".to_string())]
+        );
+        assert_eq!(c.context_window, Some(128_000));
+
+        // A provider without a URL gets its API's default, never OPENAI_BASE_URL's proxy.
+        let env_choice = |k: &str| {
+            if k == "CST_PROVIDER" {
+                Some("codex".to_string())
+            } else {
+                env(k)
+            }
+        };
+        let c = ModelConfig::resolve_with(&file, &none, env_choice).unwrap();
+        assert_eq!((c.api, c.base_url.as_str()), (WireApi::Responses, DEFAULT_BASE_URL));
+
+        let unknown = ModelOverrides {
+            provider: Some("nope".into()),
+            ..ModelOverrides::default()
+        };
+        let err = ModelConfig::resolve_with(&file, &unknown, env).unwrap_err().to_string();
+        assert!(
+            err.contains("no provider `nope`") && err.contains("azure, claude, codex"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_provider_entries_name_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("settings.json");
+        std::fs::write(
+            &file,
+            r#"{"providers": {"x": {"api": "grpc", "model": "m"}}, "default_provider": "x"}"#,
+        )
+        .unwrap();
+        let err = ModelConfig::resolve_with(&file, &ModelOverrides::default(), |_| None).unwrap_err();
+        assert!(err.to_string().contains("providers"), "{err}");
+        std::fs::write(
+            &file,
+            r#"{"providers": {"x": {"model": "m", "headers": {"api-key": "${MISSING_VAR}"}}}, "default_provider": "x"}"#,
+        )
+        .unwrap();
+        let err = ModelConfig::resolve_with(&file, &ModelOverrides::default(), |_| None).unwrap_err();
+        assert!(err.to_string().contains("providers.x.headers.api-key"), "{err}");
     }
 
     #[test]
