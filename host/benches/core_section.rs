@@ -7,6 +7,8 @@
 //! - memory of a 200-turn session (RSS growth and peak, Linux).
 //! - a turn whose tool call is `task` (sub-agent start, its model call, its transcript, the
 //!   report) against a turn whose tool call is `read_file`.
+//! - section `apis`: the same round trip on each wire API (Chat Completions, Responses,
+//!   Messages), and the size of the first request with the default tools (target < 8 kB).
 //!
 //! `host/benches/tools.rs` calls [`run`].
 #![allow(dead_code)]
@@ -17,9 +19,9 @@ use std::time::{Duration, Instant};
 use cst_agent::approvals::ApprovalMode;
 use cst_agent::core::{self, Event, Op, SessionConfig, TurnEnd};
 use cst_agent::discovery::ToolsProfile;
-use cst_agent::model::{ModelClient, ModelConfig};
+use cst_agent::model::{ModelClient, ModelConfig, WireApi};
 use cst_agent::tools::Registry;
-use cst_test_support::{call, Reply, ScriptedServer};
+use cst_test_support::{call, Api, Reply, ScriptedServer};
 use serde_json::json;
 
 const TURNS: usize = 200;
@@ -39,12 +41,19 @@ struct Measured {
     tool_time: Duration,
     model_calls: usize,
     tool_calls: usize,
+    /// Bytes of the first request's body (only when bodies were recorded).
+    first_request: usize,
 }
 
 /// A session of `turns` user turns; each turn is one tool call and a final answer. The tool call
 /// is `read_file` of a tiny file, or with `task` a `task` call whose read-only sub-agent answers
 /// at once (three model calls a turn).
 async fn session(turns: usize, task: bool) -> Measured {
+    session_on(Api::Chat, turns, task, false).await
+}
+
+/// `record`: keep request bodies (for their size), on a server of `api`.
+async fn session_on(api: Api, turns: usize, task: bool, record: bool) -> Measured {
     let mut main = Vec::with_capacity(turns * 2);
     let mut conversations = Vec::new();
     for i in 0..turns {
@@ -62,7 +71,9 @@ async fn session(turns: usize, task: bool) -> Measured {
         main.push(Reply::calls(vec![c]));
         main.push(Reply::text("ok"));
     }
-    let server = if task {
+    let server = if record {
+        ScriptedServer::start_api(api, main)
+    } else if task {
         let mut all = vec![("MAIN".to_string(), main)];
         all.extend(conversations);
         ScriptedServer::start_conversations(all.iter().map(|(k, r)| (k.as_str(), r.clone())).collect())
@@ -78,6 +89,11 @@ async fn session(turns: usize, task: bool) -> Measured {
         name: "bench".into(),
         api_key_env: "NONE".into(),
         api_key: None,
+        api: match api {
+            Api::Chat => WireApi::Chat,
+            Api::Responses => WireApi::Responses,
+            Api::Messages => WireApi::Messages,
+        },
         ..ModelConfig::default()
     })
     .expect("client");
@@ -116,12 +132,39 @@ async fn session(turns: usize, task: bool) -> Measured {
         }
     }
     let model_calls = server.request_count();
+    let first_request = server.requests().first().map_or(0, |r| r.body.to_string().len());
     server.finish();
     Measured {
         wall,
         tool_time,
         model_calls,
         tool_calls,
+        first_request,
+    }
+}
+
+/// Section `apis`: host time per round trip and the first request's size on each wire API.
+pub fn run_apis() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    println!("\n## model wire APIs (scripted servers on loopback, 50-turn sessions)\n");
+    println!("| API | host time per model round trip | first request (7 built-in tools) | targets |");
+    println!("|---|---|---|---|");
+    for (api, name) in [
+        (Api::Chat, "Chat Completions"),
+        (Api::Responses, "Responses"),
+        (Api::Messages, "Anthropic Messages"),
+    ] {
+        rt.block_on(session_on(api, 5, false, true));
+        let m = rt.block_on(session_on(api, 50, false, true));
+        let per = m.wall.saturating_sub(m.tool_time).as_secs_f64() * 1000.0 / m.model_calls.max(1) as f64;
+        println!(
+            "| {name} | {per:.3} ms ({} calls) | {:.1} kB | ≤ 2 ms, < 8 kB |",
+            m.model_calls,
+            m.first_request as f64 / 1000.0
+        );
     }
 }
 

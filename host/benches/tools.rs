@@ -48,7 +48,7 @@ pub fn fmt(d: Duration) -> String {
 
 fn main() {
     // `cargo bench --bench tools -- core mcp` runs only the named sections (wasm, python, ext, mcp,
-    // core); `cargo bench` itself passes `--bench`, which is not a section.
+    // core, apis); `cargo bench` itself passes `--bench`, which is not a section.
     let wanted: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let on = |name: &str| wanted.is_empty() || wanted.iter().any(|w| w == name);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -75,6 +75,9 @@ fn main() {
     }
     if on("core") {
         core_section::run();
+    }
+    if on("apis") {
+        core_section::run_apis();
     }
 
     let rows = bench.rows.into_inner().unwrap_or_else(|e| e.into_inner());
