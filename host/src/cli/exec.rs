@@ -304,6 +304,14 @@ fn print_human_prefixed(ev: &Event, prefix: &str) {
             n, role, description, ..
         } => eprintln!("task sub-{n} ({role}): {description}"),
         Event::SubAgent { n, event } => print_human_prefixed(event, &format!("[sub-{n}] ")),
+        Event::Compacted {
+            messages,
+            tokens_before,
+            tokens_after,
+            ..
+        } => eprintln!(
+            "{prefix}context compacted: {messages} older messages summarised (about {tokens_before} → {tokens_after} tokens)"
+        ),
         Event::SubAgentFinished { n, end, steps, .. } => {
             eprintln!("task sub-{n}: {} after {steps} model calls", status_of(end).0)
         }
