@@ -373,10 +373,11 @@ impl Reader {
                 self.push_reasoning(delta(), on_delta)?;
             }
             // Summary parts after the first are paragraphs of their own.
-            "response.reasoning_summary_part.added" => {
-                if event.get("summary_index").and_then(Value::as_u64).unwrap_or(0) > 0 && !self.reasoning.is_empty() {
-                    self.push_reasoning("\n\n", on_delta)?;
-                }
+            "response.reasoning_summary_part.added"
+                if event.get("summary_index").and_then(Value::as_u64).unwrap_or(0) > 0
+                    && !self.reasoning.is_empty() =>
+            {
+                self.push_reasoning("\n\n", on_delta)?;
             }
             "response.output_item.added" => self.item_added(&event)?,
             "response.output_item.done" => {
