@@ -179,6 +179,10 @@ impl Conversation {
         if !content.is_empty() {
             block["content"] = json!(content);
         }
+        // The core writes a failed call's result as `error: …`; the API has a flag for it.
+        if content.starts_with("error:") {
+            block["is_error"] = json!(true);
+        }
         user.results.push(block);
     }
 
@@ -700,11 +704,16 @@ mod tests {
             user("read a and b"),
             assistant(
                 Some("Reading."),
-                vec![call("toolu_a", r#"{"path":"a"}"#), call("toolu_b", "{not json")],
+                vec![
+                    call("toolu_a", r#"{"path":"a"}"#),
+                    call("toolu_b", "{not json"),
+                    call("toolu_c", "[1]"),
+                ],
                 Some(json!({"messages": [thinking, redacted]})),
             ),
             result("toolu_a", "A"),
             result("toolu_b", ""),
+            result("toolu_c", "error: no such file"),
             user("and now?"),
             assistant(Some("Done."), vec![], None),
             ChatMessage::System {
@@ -726,10 +735,12 @@ mod tests {
                     thinking, redacted,
                     {"type": "text", "text": "Reading."},
                     {"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {"path": "a"}},
-                    {"type": "tool_use", "id": "toolu_b", "name": "read_file", "input": {}}]},
+                    {"type": "tool_use", "id": "toolu_b", "name": "read_file", "input": {}},
+                    {"type": "tool_use", "id": "toolu_c", "name": "read_file", "input": {}}]},
                 {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": "toolu_a", "content": "A"},
                     {"type": "tool_result", "tool_use_id": "toolu_b"},
+                    {"type": "tool_result", "tool_use_id": "toolu_c", "content": "error: no such file", "is_error": true},
                     {"type": "text", "text": "and now?"}]},
                 {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
                 {"role": "user", "content": [{"type": "text", "text": "thanks"}]},
