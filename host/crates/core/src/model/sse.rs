@@ -267,6 +267,26 @@ fn cut(s: &str) -> String {
     }
 }
 
+impl super::StreamReader for Accumulator {
+    fn feed(&mut self, _event: &str, data: &str, on_delta: &mut (dyn FnMut(Delta<'_>) + Send)) -> Result<bool, String> {
+        // Several JSON chunks in one event (servers that omit the blank lines) are fed one by one.
+        for line in data.split('\n') {
+            if self.feed_data(line, on_delta)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn finished(&self) -> bool {
+        self.saw_finish()
+    }
+
+    fn finish(self: Box<Self>) -> Result<AssistantTurn, String> {
+        Accumulator::finish(*self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,25 +405,5 @@ mod tests {
             .feed_line("data: {\"error\":{\"message\":\"boom\"}}", &mut |_| {})
             .unwrap_err();
         assert!(err.contains("boom"), "{err}");
-    }
-}
-
-impl super::StreamReader for Accumulator {
-    fn feed(&mut self, _event: &str, data: &str, on_delta: &mut (dyn FnMut(Delta<'_>) + Send)) -> Result<bool, String> {
-        // Several JSON chunks in one event (servers that omit the blank lines) are fed one by one.
-        for line in data.split('\n') {
-            if self.feed_data(line, on_delta)? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-
-    fn finished(&self) -> bool {
-        self.saw_finish()
-    }
-
-    fn finish(self: Box<Self>) -> Result<AssistantTurn, String> {
-        Accumulator::finish(*self)
     }
 }
