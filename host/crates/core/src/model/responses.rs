@@ -64,9 +64,11 @@ pub fn request_body(config: &ModelConfig, messages: &[ChatMessage], tools: &[Too
         "input": input,
         "stream": true,
         "store": false,
-        // Reasoning models' thinking, encrypted, to send back on the next request.
-        "include": ["reasoning.encrypted_content"],
     });
+    if encrypted_reasoning(&config.name) {
+        // Reasoning models' thinking, encrypted, to send back on the next request.
+        body["include"] = json!(["reasoning.encrypted_content"]);
+    }
     if let Some(instructions) = instructions {
         body["instructions"] = json!(instructions);
     }
@@ -91,6 +93,17 @@ pub fn request_body(config: &ModelConfig, messages: &[ChatMessage], tools: &[Too
     body
 }
 
+/// Whether to ask for encrypted reasoning: OpenAI answers HTTP 400 "Encrypted content is not
+/// supported with this model" (param `include`) for its models that do not reason. Those are
+/// the GPT-4 and GPT-3.5 families and the ChatGPT aliases; every other model is asked (a model
+/// that reasons without it would lose its thinking between the steps of a tool loop).
+fn encrypted_reasoning(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    !["gpt-4", "gpt-3.5", "chatgpt-", "gpt-5-chat"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
 fn message(role: &str, kind: &str, text: &str) -> Value {
     json!({"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
 }
@@ -112,6 +125,10 @@ fn is_replayable_reasoning(item: &Value) -> bool {
             .and_then(Value::as_str)
             .is_some_and(|c| !c.is_empty())
 }
+
+/// Keys of [`Reader::streamed`] for deltas that name no item (not valid item ids).
+const ANY_TEXT: &str = "\u{0}text";
+const ANY_REASONING: &str = "\u{0}reasoning";
 
 /// Most function calls one answer may hold.
 const MAX_CALLS: usize = 128;
@@ -143,7 +160,7 @@ pub struct Reader {
     /// Reasoning items as the server sent them, in order, with their encrypted content.
     reasoning_items: Vec<Value>,
     /// Output items (message, reasoning) whose text came as deltas, so their `done` events do
-    /// not add it again.
+    /// not add it again; [`ANY_TEXT`] / [`ANY_REASONING`] when a delta named no item.
     streamed: HashSet<String>,
     /// Function calls by output index, for deltas that name no item.
     by_index: HashMap<u64, usize>,
@@ -183,6 +200,16 @@ impl Reader {
         self.grow(text.len())?;
         self.reasoning.push_str(text);
         on_delta(Delta::Reasoning(text));
+        Ok(())
+    }
+
+    /// Notes that the item a delta names streams its text (`any` when it names none).
+    fn mark_streamed(&mut self, event: &Value, any: &str) -> Result<(), String> {
+        let id = event.get("item_id").and_then(Value::as_str).unwrap_or(any);
+        if !self.streamed.contains(id) {
+            self.grow(id.len())?;
+            self.streamed.insert(id.to_string());
+        }
         Ok(())
     }
 
@@ -255,7 +282,8 @@ impl Reader {
     ) -> Result<(), String> {
         self.items_seen += 1;
         let id = item.get("id").and_then(Value::as_str).unwrap_or_default();
-        let streamed = !id.is_empty() && self.streamed.contains(id);
+        let streamed = |any: &str| self.streamed.contains(any) || (!id.is_empty() && self.streamed.contains(id));
+        let (text_streamed, reasoning_streamed) = (streamed(ANY_TEXT), streamed(ANY_REASONING));
         match item.get("type").and_then(Value::as_str).unwrap_or_default() {
             "function_call" => {
                 let s = |k: &str| item.get(k).and_then(Value::as_str).filter(|v| !v.is_empty());
@@ -287,7 +315,7 @@ impl Reader {
                 call.done = true;
             }
             "reasoning" => {
-                if !streamed {
+                if !reasoning_streamed {
                     let summary = texts(item.get("summary"), "summary_text");
                     let raw = texts(item.get("content"), "reasoning_text");
                     self.push_reasoning(if summary.is_empty() { &raw } else { &summary }, on_delta)?;
@@ -300,7 +328,7 @@ impl Reader {
                     self.reasoning_items.push(item.clone());
                 }
             }
-            "message" if !streamed => {
+            "message" if !text_streamed => {
                 let mut text = texts(item.get("content"), "output_text");
                 if text.is_empty() {
                     text = texts(item.get("content"), "refusal");
@@ -360,16 +388,12 @@ impl Reader {
         let delta = || event.get("delta").and_then(Value::as_str).unwrap_or_default();
         match kind {
             "response.output_text.delta" | "response.refusal.delta" => {
-                if let Some(id) = event.get("item_id").and_then(Value::as_str) {
-                    self.streamed.insert(id.to_string());
-                }
+                self.mark_streamed(&event, ANY_TEXT)?;
                 self.items_seen += 1;
                 self.push_text(delta(), on_delta)?;
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                if let Some(id) = event.get("item_id").and_then(Value::as_str) {
-                    self.streamed.insert(id.to_string());
-                }
+                self.mark_streamed(&event, ANY_REASONING)?;
                 self.push_reasoning(delta(), on_delta)?;
             }
             // Summary parts after the first are paragraphs of their own.
@@ -646,6 +670,32 @@ mod tests {
         );
     }
 
+    /// Non-reasoning OpenAI models refuse the `include` with HTTP 400.
+    #[test]
+    fn encrypted_reasoning_is_asked_of_models_that_reason() {
+        for (model, asked) in [
+            ("gpt-5", true),
+            ("o4-mini", true),
+            ("gpt-5.1-codex", true),
+            ("openai/o3", true),
+            ("gpt-4o-mini", false),
+            ("gpt-4.1", false),
+            ("GPT-3.5-turbo", false),
+            ("chatgpt-4o-latest", false),
+            ("gpt-5-chat-latest", false),
+        ] {
+            let body = request_body(
+                &ModelConfig {
+                    name: model.into(),
+                    ..ModelConfig::default()
+                },
+                &[ChatMessage::User { content: "hi".into() }],
+                &[],
+            );
+            assert_eq!(body.get("include").is_some(), asked, "{model}");
+        }
+    }
+
     #[test]
     fn no_tools_no_tool_fields_and_no_empty_assistant_text() {
         let history = vec![
@@ -834,6 +884,13 @@ mod tests {
         let turn = turn.unwrap();
         assert_eq!((turn.text.as_str(), text.as_str()), ("Done.", "Done."));
         assert_eq!(turn.tool_calls, [call("c9", "list", "{}")]);
+        // Deltas that name no item, then the whole item: the text once.
+        let events = [
+            json!({"type": "response.output_text.delta", "delta": "Once."}),
+            json!({"type": "response.output_item.done", "item": {"id": "m", "type": "message", "content": [{"type": "output_text", "text": "Once."}]}}),
+            json!({"type": "response.completed", "response": {}}),
+        ];
+        assert_eq!(read(&sse(&events)).0.unwrap().text, "Once.");
         // And one that sends only the final response.
         let events = [json!({"type": "response.completed", "response": {"output": [
             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Only this."}]}]}})];
