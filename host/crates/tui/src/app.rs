@@ -437,8 +437,8 @@ impl App {
                 Level::Info,
                 format!(
                     "context compacted: {messages} older messages summarised (about {} → {} tokens)",
-                    crate::view::short_count(tokens_before),
-                    crate::view::short_count(tokens_after)
+                    cells::short_count(tokens_before),
+                    cells::short_count(tokens_after)
                 ),
             ),
             Event::SessionClosed => self.closed = true,

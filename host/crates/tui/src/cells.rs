@@ -176,6 +176,15 @@ fn outcome_span(finished: Option<(Outcome, Duration)>, started: Instant) -> Vec<
     }
 }
 
+/// `1234` → `1.2k`, `3400000` → `3.4M`: token counts in little room.
+pub fn short_count(n: u64) -> String {
+    match n {
+        0..=999 => n.to_string(),
+        1000..=999_999 => format!("{:.1}k", n as f64 / 1000.0),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
 /// Time of something still running, in whole seconds (nothing under one): it changes once a
 /// second, not every frame.
 pub fn live_duration(d: Duration) -> String {

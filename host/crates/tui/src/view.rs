@@ -256,8 +256,8 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         spans.push(Span::styled(
             format!(
                 " · tokens {} in / {} out",
-                short_count(app.usage.input_tokens),
-                short_count(app.usage.output_tokens)
+                cells::short_count(app.usage.input_tokens),
+                cells::short_count(app.usage.output_tokens)
             ),
             dim(),
         ));
@@ -267,14 +267,6 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         spans.push(Span::styled(format!(" · MCP {ready}/{total}"), dim()));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
-}
-
-pub fn short_count(n: u64) -> String {
-    match n {
-        0..=999 => n.to_string(),
-        1000..=999_999 => format!("{:.1}k", n as f64 / 1000.0),
-        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
-    }
 }
 
 fn draw_completions(frame: &mut Frame, app: &App, input_area: Rect) {

@@ -68,6 +68,9 @@ pub struct ModelConfig {
     /// The model's context window in tokens, when the profile says (else a table of known
     /// models decides).
     pub context_window: Option<u64>,
+    /// Most tokens of one answer, when the profile says (Messages requires a value and sends
+    /// 8192 otherwise; Responses sends `max_output_tokens` only when set).
+    pub max_output_tokens: Option<u64>,
 }
 
 /// Values given on the command line.
@@ -102,6 +105,7 @@ struct Provider {
     #[serde(default)]
     query_params: BTreeMap<String, String>,
     context_window: Option<u64>,
+    max_output_tokens: Option<u64>,
 }
 
 /// Where the three API kinds are by default, for a provider without `base_url`.
@@ -232,6 +236,7 @@ impl ModelConfig {
             headers,
             query_params,
             context_window: p.context_window.or(from_file.context_window),
+            max_output_tokens: p.max_output_tokens,
         })
     }
 }
@@ -253,7 +258,7 @@ fn read_settings(file: &Path) -> anyhow::Result<(SettingsModel, BTreeMap<String,
         None | Some(serde_json::Value::Null) => BTreeMap::new(),
         Some(p) => serde_json::from_value(p.clone()).map_err(|e| {
             anyhow::anyhow!(
-                "{}: key `providers` must map names to {{\"api\": \"chat\"|\"responses\"|\"messages\", \"base_url\", \"api_key_env\", \"model\", \"headers\", \"query_params\", \"context_window\"}}: {e}",
+                "{}: key `providers` must map names to {{\"api\": \"chat\"|\"responses\"|\"messages\", \"base_url\", \"api_key_env\", \"model\", \"headers\", \"query_params\", \"context_window\", \"max_output_tokens\"}}: {e}",
                 file.display()
             )
         })?,
@@ -344,7 +349,7 @@ mod tests {
                   "azure": {"api": "chat", "base_url": "https://x.openai.azure.com/openai/deployments/gpt",
                             "api_key_env": "AZ_KEY", "headers": {"api-key": "${AZ_KEY}"},
                             "query_params": {"api-version": "2025-04-01-preview"}, "context_window": 128000},
-                  "codex": {"api": "responses", "model": "gpt-5-codex"}}}"#,
+                  "codex": {"api": "responses", "model": "gpt-5-codex", "max_output_tokens": 4000}}}"#,
         )
         .unwrap();
         let env = |k: &str| match k {
@@ -388,6 +393,9 @@ mod tests {
         };
         let c = ModelConfig::resolve_with(&file, &none, env_choice).unwrap();
         assert_eq!((c.api, c.base_url.as_str()), (WireApi::Responses, DEFAULT_BASE_URL));
+        assert_eq!(c.max_output_tokens, Some(4000));
+        let body = crate::model::responses::request_body(&c, &[], &[]);
+        assert_eq!(body["max_output_tokens"], 4000);
 
         let unknown = ModelOverrides {
             provider: Some("nope".into()),

@@ -63,7 +63,7 @@ pub fn request_body(config: &ModelConfig, messages: &[ChatMessage], tools: &[Too
     }
     let mut body = json!({
         "model": config.name,
-        "max_tokens": MAX_TOKENS,
+        "max_tokens": config.max_output_tokens.unwrap_or(u64::from(MAX_TOKENS)),
         "stream": true,
     });
     if let Some(first) = system.first_mut() {

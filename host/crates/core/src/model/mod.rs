@@ -333,7 +333,7 @@ impl ModelClient {
         } else if status.as_u16() == 404 {
             ModelError::NotFound {
                 url: self.url.clone(),
-                detail: not_found_cause(&self.config.name, &body),
+                detail: not_found_cause(&self.config, &body),
                 body,
             }
         } else {
@@ -391,38 +391,38 @@ impl ModelClient {
 
 /// The Chat Completions request body (streaming on).
 fn chat_body(config: &ModelConfig, messages: &[ChatMessage], tools: &[ToolDef]) -> Value {
-        let mut body = json!({
-            "model": config.name,
-            "messages": messages,
-            "stream": true,
-            // Token counts in a last chunk (OpenAI, vLLM, Ollama, llama.cpp's server; others
-            // ignore it).
-            "stream_options": {"include_usage": true},
-        });
-        // Thinking goes back only within the current turn (after the last user message), as
-        // DeepSeek asks; older turns' thinking is dropped to keep requests small.
-        if let Some(list) = body["messages"].as_array_mut() {
-            let last_user = list.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
-            for m in &mut list[..last_user] {
-                if let Some(o) = m.as_object_mut() {
-                    o.remove("reasoning_content");
-                    o.remove("reasoning");
-                }
+    let mut body = json!({
+        "model": config.name,
+        "messages": messages,
+        "stream": true,
+        // Token counts in a last chunk (OpenAI, vLLM, Ollama, llama.cpp's server; others
+        // ignore it).
+        "stream_options": {"include_usage": true},
+    });
+    // Thinking goes back only within the current turn (after the last user message), as
+    // DeepSeek asks; older turns' thinking is dropped to keep requests small.
+    if let Some(list) = body["messages"].as_array_mut() {
+        let last_user = list.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+        for m in &mut list[..last_user] {
+            if let Some(o) = m.as_object_mut() {
+                o.remove("reasoning_content");
+                o.remove("reasoning");
             }
         }
-        // Some servers reject an empty `tools` array, so it is left out when there are none.
-        if !tools.is_empty() {
-            body["tools"] = tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.parameters,
-                    }})
-                })
-                .collect();
-        }
-        body
     }
+    // Some servers reject an empty `tools` array, so it is left out when there are none.
+    if !tools.is_empty() {
+        body["tools"] = tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters,
+                }})
+            })
+            .collect();
+    }
+    body
+}
 
 /// The URL of a provider's endpoint: the base URL, the API's path, the provider's query
 /// parameters (Azure's `api-version`).
@@ -454,12 +454,18 @@ fn urlencode(s: &str) -> String {
 /// What a 404 from `/chat/completions` most likely means, for the error message (issue 14 item
 /// 5): a model that only speaks the Responses API (OpenAI's codex-line and pro models say so in
 /// the body), an unknown model, or a base URL without its `/v1`.
-fn not_found_cause(model: &str, body: &str) -> String {
+fn not_found_cause(config: &ModelConfig, body: &str) -> String {
+    let model = &config.name;
     let b = body.to_ascii_lowercase();
-    if b.contains("responses") {
+    if config.api == WireApi::Chat && b.contains("responses") {
         format!(
-            " (model `{model}` only speaks the Responses API, `/v1/responses`; cst-agent speaks Chat Completions: \
-             choose a chat model with --model or `model.name`)"
+            " (model `{model}` only speaks the Responses API, `/v1/responses`: use a provider with \
+             `\"api\": \"responses\"` (docs/models.md), or choose a chat model with --model)"
+        )
+    } else if config.api != WireApi::Chat && !b.contains("model") {
+        format!(
+            " (does this server speak the {} API? check the provider's `api` and `base_url` in settings.json)",
+            config.api.as_str()
         )
     } else if b.contains("model") {
         format!(" (is `{model}` a model this server has? check --model or `model.name`)")

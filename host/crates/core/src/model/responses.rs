@@ -72,6 +72,9 @@ pub fn request_body(config: &ModelConfig, messages: &[ChatMessage], tools: &[Too
     if let Some(instructions) = instructions {
         body["instructions"] = json!(instructions);
     }
+    if let Some(max) = config.max_output_tokens {
+        body["max_output_tokens"] = json!(max);
+    }
     if !tools.is_empty() {
         body["tools"] = tools
             .iter()
