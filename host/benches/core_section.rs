@@ -150,7 +150,7 @@ pub fn run_apis() {
         .build()
         .expect("runtime");
     println!("\n## model wire APIs (scripted servers on loopback, 50-turn sessions)\n");
-    println!("| API | host time per model round trip | first request (7 built-in tools) | targets |");
+    println!("| API | host time per model round trip | first request (the built-in tools) | targets |");
     println!("|---|---|---|---|");
     for (api, name) in [
         (Api::Chat, "Chat Completions"),
