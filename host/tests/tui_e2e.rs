@@ -180,7 +180,7 @@ fn a_whole_session_in_the_terminal() {
     assert!(texts.iter().any(|t| t.contains("still there?")), "{texts:?}");
     again.type_text("/quit");
     again.keys(&["Enter"]);
-    assert!(again.wait_for("EXIT=").contains("EXIT=0"));
+    assert!(again.wait_for("MODES=[").contains("EXIT=0"));
     server.finish();
 }
 
@@ -190,7 +190,8 @@ fn a_whole_session_in_the_terminal() {
 fn start(tmux: &Tmux, f: &Fixture, name: &str, args: &str) {
     let script = format!(
         "XDG_CONFIG_HOME={cfg_home} XDG_CACHE_HOME={cache} CST_TEST_KEY={KEY} {bin} --workspace {ws} {args}; \
-         echo EXIT=$?; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' '; echo; sleep 600",
+         code=$?; modes=$(stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' '); \
+         echo \"EXIT=$code MODES=[ $modes]\"; sleep 600",
         cfg_home = shell_quote(&f.home.path().join("config").to_string_lossy()),
         cache = shell_quote(&f.home.path().join("cache").to_string_lossy()),
         bin = shell_quote(env!("CARGO_BIN_EXE_cst-agent")),
