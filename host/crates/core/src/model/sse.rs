@@ -406,4 +406,54 @@ mod tests {
             .unwrap_err();
         assert!(err.contains("boom"), "{err}");
     }
+
+    fn events_of(text: &str) -> Vec<(String, String)> {
+        let mut lines = LineSplitter::default();
+        let mut asm = EventAssembler::default();
+        let mut out = Vec::new();
+        for line in lines.push(text.as_bytes()) {
+            out.extend(asm.push_line(&line).unwrap());
+        }
+        if let Some(line) = lines.rest() {
+            asm.push_line(&line).unwrap();
+        }
+        out.extend(asm.take());
+        out
+    }
+
+    /// The SSE rules the three wire APIs rely on: names, joined data lines, comments, CRLF, and
+    /// a last event that the server closed without its blank line.
+    #[test]
+    fn sse_lines_become_events() {
+        let evs = events_of(
+            ": keep-alive\r\nevent: response.created\r\ndata: {\"a\":1}\r\n\r\ndata: one\ndata: two\nid: 7\n\nevent: message_stop\ndata:{}",
+        );
+        assert_eq!(
+            evs,
+            vec![
+                ("response.created".to_string(), "{\"a\":1}".to_string()),
+                ("message".to_string(), "one\ntwo".to_string()),
+                ("message_stop".to_string(), "{}".to_string()),
+            ]
+        );
+        // A name without data dispatches nothing, and does not stick to the next event.
+        assert_eq!(
+            events_of("event: ping\n\ndata: x\n\n"),
+            vec![("message".to_string(), "x".to_string())]
+        );
+    }
+
+    #[test]
+    fn an_event_cannot_grow_without_bound() {
+        let mut asm = EventAssembler::default();
+        let line = format!("data: {}", "x".repeat(1 << 20));
+        let mut failed = false;
+        for _ in 0..20 {
+            if asm.push_line(&line).is_err() {
+                failed = true;
+                break;
+            }
+        }
+        assert!(failed, "20 MiB in one event was accepted");
+    }
 }
