@@ -1,7 +1,10 @@
 //! Configuration: the config dir (E2), `settings.json`, workspace trust (T2), the tools profile
-//! (E1) and where MCP server definitions come from (E5). Below the registry: it knows no tools.
+//! (E1), where MCP server definitions come from (E5), and the admin's deployment config with the
+//! permission profile (D1, D2). Below the registry: it knows no tools.
 
+pub mod capabilities;
 pub mod config_dir;
+pub mod deployment;
 mod fs;
 pub mod host_files;
 mod mcp_source;

@@ -1,8 +1,10 @@
 //! Capabilities of a wasm plugin (D13 applied to wasm): a fixed list the runtime knows. No
 //! capability means no filesystem, no environment, no network.
 
-/// The names the runtime knows; `env:NAME` stands for any variable name.
-pub const KNOWN: &[&str] = &["workspace-read", "workspace-write", "env:NAME", "network"];
+use cst_config::capabilities::valid_env_name;
+/// The names the runtime knows; `env:NAME` stands for any variable name. One list with the
+/// deployment config's hooks: it lives in `cst-config`.
+pub use cst_config::capabilities::KNOWN;
 
 /// What a plugin is granted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,12 +53,6 @@ impl Capabilities {
         }
         Ok(caps)
     }
-}
-
-fn valid_env_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        && !name.as_bytes()[0].is_ascii_digit()
 }
 
 #[cfg(test)]
