@@ -1,6 +1,7 @@
 //! The `cst-agent` command line: a thin client of the library.
 
 pub mod agents;
+pub mod deployment;
 pub mod exec;
 pub mod mcp;
 pub mod plugins;
@@ -64,6 +65,9 @@ pub enum Command {
     /// The extensions summary, the sandbox and the trust hint.
     #[command(alias = "doctor")]
     Status,
+    /// The administrator's deployment config: check a file, show the installed one.
+    #[command(subcommand)]
+    Deployment(deployment::DeploymentCmd),
     /// Print a shell completion script: `cst-agent completions bash > ~/.local/share/bash-completion/completions/cst-agent`.
     Completions {
         #[arg(value_enum)]
@@ -137,6 +141,24 @@ pub fn find_workspace_root(start: &Path) -> PathBuf {
 
 /// Run a parsed command line; returns the process exit code.
 pub async fn run(cli: Cli) -> i32 {
+    // D1: a session never starts under an installed deployment file that is invalid. Every
+    // command says here whether it starts a session; the check is made once, for all of them.
+    let starts_session = match &cli.command {
+        None | Some(Command::Exec(_) | Command::Tools(_) | Command::Mcp(_)) => true,
+        Some(
+            Command::Plugins(_)
+            | Command::Agents(_)
+            | Command::Status
+            | Command::Deployment(_)
+            | Command::Completions { .. },
+        ) => false,
+    };
+    if starts_session {
+        if let Err(e) = deployment::check_before_session() {
+            eprintln!("error: {}", deployment::terminal_safe_lines(&redact(&e)));
+            return exit::USAGE;
+        }
+    }
     let Some(command) = &cli.command else {
         return tui::run(&cli, &cli.tui).await;
     };
@@ -147,6 +169,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Mcp(cmd) => mcp::run(&cli, cmd).await,
         Command::Agents(cmd) => agents::run(&cli, cmd),
         Command::Status => status::run(&cli),
+        Command::Deployment(cmd) => deployment::run(cmd),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "cst-agent", &mut std::io::stdout());
