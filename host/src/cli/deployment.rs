@@ -88,6 +88,15 @@ pub fn check_before_session() -> Result<(), String> {
     permission_profile().map(|_| ())
 }
 
+/// The hooks of the installed deployment file (D14–D18): only enabled ones, only from the
+/// deployment file, never from a workspace (D16). The file was checked by
+/// [`check_before_session`]; one that cannot be read now gives no hooks.
+pub fn hook_settings() -> cst_core::hooks::HookSettings {
+    deployment::load()
+        .map(|i| cst_core::hooks::HookSettings::from_deployment(&i.effective()))
+        .unwrap_or_default()
+}
+
 /// The permission profile of settings.json (`autonomous` when it names none). A settings file
 /// that cannot be read is reported by the commands that read it, not here.
 pub fn permission_profile() -> Result<PermissionProfile, String> {

@@ -174,6 +174,7 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         .headless(true)
         .max_steps(args.max_steps)
         .allow(allowed)
+        .hooks(super::deployment::hook_settings())
         .mcp_notice(std::sync::Arc::new(super::mcp::print_waiting))
         .build()
         .await;

@@ -117,7 +117,7 @@ pub async fn run(cli: &Cli, args: &TuiArgs) -> i32 {
         shown = replay(&r);
         builder = builder.resume(r);
     }
-    let session = builder.build().await;
+    let session = builder.hooks(super::deployment::hook_settings()).build().await;
     let startup = Startup {
         workspace: workspace.clone(),
         model: model_name,

@@ -12,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context;
 use crate::events::EventBus;
+use crate::hooks::{HookContext, SessionHooks, MAX_FINISH_BLOCKS};
 use crate::model::{ChatMessage, ModelClient, ModelError, ToolCall, ToolDef};
+use cst_config::deployment::HookEvent;
 use cst_protocol::{Event, Outcome, TokenUsage, ToolCallRequest, TurnEnd};
 use cst_registry::question::Questions;
 use cst_registry::task::{SubAgentHost, TaskArgs};
@@ -47,6 +49,8 @@ pub(crate) struct Agent {
     pub(crate) sub: Option<u32>,
     /// Tokens of the current turn so far (`None` until a reply reports usage).
     pub(crate) usage: Option<TokenUsage>,
+    /// The deployment's hooks; only the main agent has them (D18).
+    pub(crate) hooks: Option<Arc<SessionHooks>>,
 }
 
 impl Agent {
@@ -87,6 +91,7 @@ impl Agent {
         self.history.push(ChatMessage::User { content: text });
         self.usage = None;
         let max = self.max_steps.max(1);
+        let mut finish_blocks = 0;
         for step in 1..=max {
             if cancel.is_cancelled() {
                 return (TurnEnd::Cancelled, step - 1);
@@ -107,6 +112,15 @@ impl Agent {
             if context::needs_compaction(&self.history, &tools, window) {
                 if let Err(ModelError::Cancelled) = self.compact(&tools, window, cancel).await {
                     return (TurnEnd::Cancelled, step - 1);
+                }
+            }
+            if let Some(h) = self.hooks.clone() {
+                let ctx = HookContext {
+                    step: Some(step),
+                    ..Default::default()
+                };
+                if let Err(f) = h.fire(HookEvent::BeforeModel, &ctx, Some(cancel)).await {
+                    return self.hook_failed(f.to_string(), step);
                 }
             }
             let reply = match self.model.complete(&self.history, &tools, cancel, &mut on_delta).await {
@@ -139,6 +153,21 @@ impl Agent {
             self.history.push(reply.to_message());
             let truncated = reply.finish_reason.as_deref() == Some("length");
             let calls = reply.tool_calls;
+            if let Some(h) = self.hooks.clone() {
+                let ctx = HookContext {
+                    step: Some(step),
+                    ..Default::default()
+                };
+                if let Err(f) = h.fire(HookEvent::AfterModel, &ctx, Some(cancel)).await {
+                    for c in &calls {
+                        self.history.push(ChatMessage::Tool {
+                            tool_call_id: c.id.clone(),
+                            content: "error: not run: a required after_model hook failed".into(),
+                        });
+                    }
+                    return self.hook_failed(f.to_string(), step);
+                }
+            }
             if calls.is_empty() && truncated {
                 self.emit(Event::Warning {
                     message: "the model's answer was cut at its output limit (finish_reason: length); \
@@ -148,6 +177,31 @@ impl Agent {
                 return (TurnEnd::Truncated { answer: reply.text }, step);
             }
             if calls.is_empty() {
+                if let Some(h) = self.hooks.clone() {
+                    let ctx = HookContext {
+                        step: Some(step),
+                        answer: Some(reply.text.clone()),
+                        ..Default::default()
+                    };
+                    let checked = h.fire(HookEvent::BeforeFinish, &ctx, Some(cancel)).await;
+                    if cancel.is_cancelled() {
+                        return (TurnEnd::Cancelled, step);
+                    }
+                    if let Err(f) = checked {
+                        // D17: completion is blocked; the model gets the evidence and goes on.
+                        finish_blocks += 1;
+                        if finish_blocks >= MAX_FINISH_BLOCKS {
+                            return self.hook_failed(
+                                format!("completion was blocked {finish_blocks} times in a row: {f}"),
+                                step,
+                            );
+                        }
+                        let text = f.finish_feedback();
+                        self.emit(Event::UserMessage { text: text.clone() });
+                        self.history.push(ChatMessage::User { content: text });
+                        continue;
+                    }
+                }
                 return (TurnEnd::Done { answer: reply.text }, step);
             }
             if step == max {
@@ -175,6 +229,14 @@ impl Agent {
             }
         }
         (TurnEnd::MaxSteps { limit: max }, max)
+    }
+
+    /// A turn ended by a required hook's failure: said as an error, the turn fails.
+    fn hook_failed(&self, message: String, step: u32) -> (TurnEnd, u32) {
+        self.emit(Event::Error {
+            message: message.clone(),
+        });
+        (TurnEnd::Failed { message }, step)
     }
 
     /// Replace the older history by a summary the model writes, so the next request fits the
@@ -291,12 +353,13 @@ impl Agent {
                 .unwrap_or_else(|_| Value::String(call.function.arguments.clone())),
         });
         let start = Instant::now();
-        let (outcome, output) = match args.clone() {
+        let (mut outcome, mut output, ran) = match args.clone() {
             Err(e) => (
                 Outcome::Error,
                 format!("error: the arguments of `{name}` are not valid JSON: {e}"),
+                None,
             ),
-            Ok(_) if cancel.is_cancelled() => (Outcome::Cancelled, "error: cancelled before it ran".into()),
+            Ok(_) if cancel.is_cancelled() => (Outcome::Cancelled, "error: cancelled before it ran".into(), None),
             Ok(args) => {
                 let ctx = ToolContext {
                     workspace: self.workspace.clone(),
@@ -307,9 +370,11 @@ impl Agent {
                     questions: self.questions.clone(),
                     call_id: Some(call.id.clone()),
                 };
-                match self.registry.call(name, args, &ctx).await {
-                    Ok(text) => (Outcome::Ok, text),
+                match self.registry.call(name, args.clone(), &ctx).await {
+                    Ok(text) => (Outcome::Ok, text, Some(args)),
                     Err(e) => {
+                        // The calls the tool ran (for `after_tool`); refused or invalid ones did not.
+                        let ran = matches!(e, CallError::Failed { .. } | CallError::TimedOut { .. });
                         let outcome = match &e {
                             CallError::Denied { .. } => Outcome::Denied,
                             CallError::TimedOut { .. } => Outcome::TimedOut,
@@ -320,11 +385,18 @@ impl Agent {
                         if let CallError::Failed { exit_code: Some(c), .. } = &e {
                             text.push_str(&format!("\n(exit code {c})"));
                         }
-                        (outcome, text)
+                        (outcome, text, ran.then_some(args))
                     }
                 }
             }
         };
+        if let (Some(h), Some(args)) = (&self.hooks, ran) {
+            let perm = spec.as_ref().map(|s| s.perm);
+            if let Err(f) = h.after_call(name, perm, &args, outcome, cancel).await {
+                outcome = Outcome::Error;
+                output = format!("{output}\nerror: {f}");
+            }
+        }
         let duration = start.elapsed();
         self.emit(Event::ToolCallFinished {
             call_id: call.id.clone(),

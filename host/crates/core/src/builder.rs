@@ -46,6 +46,7 @@ pub struct SessionBuilder {
     allowed: crate::approvals::AllowList,
     sinks: Vec<Arc<dyn EventSink>>,
     resumed: Option<Resumed>,
+    hooks: crate::hooks::HookSettings,
 }
 
 /// Told the names of the MCP servers a headless start is still waiting for (after 2 s).
@@ -81,6 +82,7 @@ impl SessionBuilder {
             allowed: Default::default(),
             sinks: Vec::new(),
             resumed: None,
+            hooks: Default::default(),
         }
     }
 
@@ -135,7 +137,15 @@ impl SessionBuilder {
         self
     }
 
-    /// Another sink for every event (the deployment layer's hooks).
+    /// The deployment's lifecycle hooks (D14–D18), from
+    /// [`HookSettings::from_deployment`](crate::hooks::HookSettings::from_deployment); they run
+    /// in the main agent only, never in sub-agents.
+    pub fn hooks(mut self, hooks: crate::hooks::HookSettings) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Another sink for every event.
     pub fn sink(mut self, sink: Arc<dyn EventSink>) -> Self {
         self.sinks.push(sink);
         self
@@ -197,6 +207,7 @@ impl SessionBuilder {
         config.startup_warnings = startup_warnings;
         config.allowed = self.allowed;
         config.resumed = self.resumed;
+        config.hooks = self.hooks;
         config.extensions = Some(ext);
         Session {
             handle: spawn(config),

@@ -16,6 +16,7 @@ pub mod approvals;
 pub mod builder;
 pub mod context;
 pub mod events;
+pub mod hooks;
 pub mod model;
 mod pending;
 pub mod prompt;

@@ -65,6 +65,8 @@ pub struct SessionConfig {
     /// A session to continue (see `SessionBuilder::resume`): its history follows the system
     /// prompt and its records are copied into the new transcript.
     pub resumed: Option<Resumed>,
+    /// The deployment's hooks (D14–D18; `crate::hooks`): the main agent's only.
+    pub hooks: crate::hooks::HookSettings,
 }
 
 impl SessionConfig {
@@ -87,6 +89,7 @@ impl SessionConfig {
             startup_warnings: Vec::new(),
             allowed: Default::default(),
             resumed: None,
+            hooks: Default::default(),
         }
     }
 }
@@ -186,6 +189,17 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
     };
     let extensions = Arc::new(tokio::sync::Mutex::new(config.extensions));
     let current_cancel = Arc::new(Mutex::new(CancellationToken::new()));
+    let hooks = (!config.hooks.is_empty()).then(|| {
+        Arc::new(crate::hooks::SessionHooks::new(
+            std::mem::take(&mut config.hooks),
+            &session_id,
+            config.workspace.clone(),
+            gate.clone(),
+            bus.clone(),
+            Redactor::new(secrets.clone()),
+            current_cancel.clone(),
+        ))
+    });
     let (turn_tx, mut turn_rx) = mpsc::unbounded_channel::<Queued>();
 
     // Op router: turns are queued; everything else acts at once, even mid-turn.
@@ -253,7 +267,7 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
         registry: config.registry.clone(),
         model: config.model.clone(),
         max_steps: config.max_steps,
-        gate,
+        gate: crate::hooks::main_gate(gate, hooks.as_ref()),
         events: bus.clone(),
         system_prompt: Some(prompts.main.clone()),
         questions: questions.map(|q| q as Arc<dyn Questions>),
@@ -261,8 +275,18 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
         subagents: Some(subagents.clone()),
         sub: None,
         usage: None,
+        hooks: hooks.clone(),
     };
     tokio::spawn(async move {
+        // D17: a required session_start hook that failed fails every turn of the session.
+        let start_failure = match &hooks {
+            Some(h) => h
+                .fire(cst_config::deployment::HookEvent::SessionStart, &Default::default(), None)
+                .await
+                .err()
+                .map(|f| f.to_string()),
+            None => None,
+        };
         while let Some(queued) = turn_rx.recv().await {
             let text = match queued {
                 Queued::Turn(text) => text,
@@ -286,7 +310,11 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
             *current_cancel.lock().unwrap_or_else(|e| e.into_inner()) = cancel.clone();
             agent.events.emit(Event::TurnStarted);
             // S6: `/skill NAME message` puts the skill's instructions into the message.
-            let text = match expand_skill(&extensions, text).await {
+            let expanded = match &start_failure {
+                Some(failure) => Err(failure.clone()),
+                None => expand_skill(&extensions, text).await,
+            };
+            let text = match expanded {
                 Ok(text) => text,
                 Err(message) => {
                     agent.events.emit(Event::Error {
@@ -301,6 +329,10 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
                 }
             };
             let (end, steps) = agent.run_turn(text, &cancel).await;
+            let end = match &hooks {
+                Some(h) => h.turn_ended(end).await,
+                None => end,
+            };
             agent.events.emit(Event::TurnFinished {
                 end,
                 steps,

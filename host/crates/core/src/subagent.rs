@@ -147,6 +147,7 @@ impl SubAgents {
             subagents: None,
             sub: Some(n),
             usage: None,
+            hooks: None, // D18: sub-agents run no hooks
         };
         let (end, steps) = agent.run_turn(args.prompt.clone(), &call.ctx.cancel).await;
         let result = match &end {

@@ -9,6 +9,7 @@ pub mod builtin_tools;
 pub mod child_env;
 pub mod command_tools;
 pub mod discovery;
+pub mod hook_runner;
 pub mod mcp;
 pub mod plugin_manifest;
 pub mod plugins;
