@@ -170,6 +170,8 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
     }
     let session = builder
         .profile(cli.tools)
+        // Checked before any session command runs (`deployment::check_before_session`).
+        .permission_profile(super::deployment::permission_profile().unwrap_or_default())
         .approval(args.approval)
         .headless(true)
         .max_steps(args.max_steps)

@@ -109,6 +109,8 @@ pub async fn run(cli: &Cli, args: &TuiArgs) -> i32 {
     // The TUI never waits for MCP servers: the sidebar shows them arrive (M7, M12).
     let mut builder = SessionBuilder::new(workspace.clone(), model)
         .profile(cli.tools)
+        // Checked before any session command runs (`deployment::check_before_session`).
+        .permission_profile(super::deployment::permission_profile().unwrap_or_default())
         .approval(args.approval)
         .headless(false)
         .mcp_wait(None);

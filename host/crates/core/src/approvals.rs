@@ -25,6 +25,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::pending::Pending;
+use cst_config::deployment::PermissionProfile;
 use cst_protocol::ApprovalDecision;
 use cst_registry::{Confinement, Decision, Perm, PermissionGate, SourceKind, ToolSpec};
 
@@ -126,6 +127,53 @@ pub fn markdown_table() -> String {
     out
 }
 
+/// D2: what a deployment's permission profile refuses outright — no person is asked, whatever
+/// the approval mode. `None`: the approval mode decides as usual. Every profile stays inside the
+/// sandbox and network policy; only `full_access` allows the unconfined approval mode `full`.
+pub fn profile_refusal(profile: PermissionProfile, perm: Perm) -> Option<String> {
+    let refused = match profile {
+        PermissionProfile::ReadOnly => perm != Perm::Read,
+        PermissionProfile::WorkspaceWrite => perm == Perm::Net,
+        PermissionProfile::Autonomous | PermissionProfile::FullAccess => false,
+    };
+    refused.then(|| {
+        format!(
+            "the deployment's permission profile `{}` does not allow {perm} tools; the call was not run",
+            profile.as_str()
+        )
+    })
+}
+
+/// D2: whether `profile` allows approval mode `mode` (`full` runs unconfined, so only
+/// `full_access` allows it).
+pub fn profile_allows_mode(profile: PermissionProfile, mode: ApprovalMode) -> bool {
+    mode != ApprovalMode::Full || profile == PermissionProfile::FullAccess
+}
+
+/// The profile table of docs/approvals.md, from [`profile_refusal`] and [`profile_allows_mode`].
+pub fn profile_markdown_table() -> String {
+    let mut out =
+        String::from("| profile | read | write | shell | net | approval modes |\n|---|---|---|---|---|---|\n");
+    for profile in PermissionProfile::ALL {
+        out.push_str(&format!("| `{}` |", profile.as_str()));
+        for perm in [Perm::Read, Perm::Write, Perm::Shell, Perm::Net] {
+            let cell = if profile_refusal(profile, perm).is_some() {
+                "refused"
+            } else {
+                "by the mode"
+            };
+            out.push_str(&format!(" {cell} |"));
+        }
+        let modes: Vec<&str> = ApprovalMode::ALL
+            .iter()
+            .filter(|m| profile_allows_mode(profile, **m))
+            .map(|m| m.as_str())
+            .collect();
+        out.push_str(&format!(" {} |\n", modes.join(", ")));
+    }
+    out
+}
+
 /// A call that needs a person's decision, as the gate hands it to whoever shows it (the session
 /// turns it into an `ApprovalRequested` event). Answer with [`ApprovalGate::answer`].
 #[derive(Debug, Clone, PartialEq)]
@@ -166,6 +214,8 @@ pub struct ApprovalGate {
     host_files: Option<(PathBuf, Vec<PathBuf>)>,
     /// Tools approved for the whole run (`--allow-tool`, `--allow-server`).
     allowed: AllowList,
+    /// The deployment's permission profile (D2): categories it refuses never run.
+    profile: PermissionProfile,
 }
 
 /// Tools a run approves up front, as `claude -p --allowedTools` does (issue 14 item 8): names or
@@ -241,7 +291,23 @@ impl ApprovalGate {
             requests,
             host_files: None,
             allowed: AllowList::default(),
+            profile: PermissionProfile::default(),
         }
+    }
+
+    /// Apply the deployment's permission profile: the categories it refuses never run, and a
+    /// mode it does not allow (`full` outside `full_access`) becomes `auto`.
+    pub fn with_profile(mut self, profile: PermissionProfile) -> Self {
+        self.profile = profile;
+        let mode = self.mode();
+        if !profile_allows_mode(profile, mode) {
+            self.set_mode(ApprovalMode::Auto);
+        }
+        self
+    }
+
+    pub fn profile(&self) -> PermissionProfile {
+        self.profile
     }
 
     /// Approve these tools for the whole session (see [`AllowList`]).
@@ -304,6 +370,10 @@ impl ApprovalGate {
 
     /// `subagent`: the sub-agent making the call, named in the approval request.
     async fn decide(&self, spec: &ToolSpec, args: &Value, subagent: Option<u32>) -> Decision {
+        // The profile comes first: what it refuses is refused in every mode, allowed or not.
+        if let Some(reason) = profile_refusal(self.profile, spec.perm) {
+            return Decision::Deny { reason };
+        }
         // One reading for the whole decision, so a mode switch mid-way cannot mix two modes.
         let mode = self.mode();
         let host_file = self
@@ -489,6 +559,52 @@ mod tests {
         // Only `full` lifts it.
         assert_eq!(confinement(Full, paths), Confinement::None);
         assert_eq!(confinement(Full, landlock), Confinement::None);
+    }
+
+    /// D2: what each profile refuses outright, whatever the mode, and which modes it allows.
+    #[test]
+    fn d2_profiles_refuse_categories_and_cap_the_mode() {
+        use PermissionProfile as P;
+        assert!(profile_refusal(P::ReadOnly, Perm::Read).is_none());
+        for perm in [Perm::Write, Perm::Shell, Perm::Net] {
+            assert!(profile_refusal(P::ReadOnly, perm).is_some_and(|r| r.contains("read_only")));
+        }
+        assert!(profile_refusal(P::WorkspaceWrite, Perm::Net).is_some());
+        assert!(profile_refusal(P::WorkspaceWrite, Perm::Write).is_none());
+        for perm in [Perm::Read, Perm::Write, Perm::Shell, Perm::Net] {
+            assert!(profile_refusal(P::Autonomous, perm).is_none());
+            assert!(profile_refusal(P::FullAccess, perm).is_none());
+        }
+        let gate = ApprovalGate::new(ApprovalMode::Full, true, None).with_profile(P::Autonomous);
+        assert_eq!(gate.mode(), ApprovalMode::Auto, "full is capped outside full_access");
+        let gate = ApprovalGate::new(ApprovalMode::Full, true, None).with_profile(P::FullAccess);
+        assert_eq!(gate.mode(), ApprovalMode::Full);
+    }
+
+    #[tokio::test]
+    async fn d2_a_refused_category_is_refused_even_in_full_and_when_allowed() {
+        let gate = ApprovalGate::new(ApprovalMode::Full, true, None)
+            .with_profile(PermissionProfile::ReadOnly)
+            .with_allowed(AllowList::new(&["write_file".into()], &[]).unwrap());
+        match gate.check(&spec("write_file", Perm::Write), &Value::Null).await {
+            Decision::Deny { reason } => assert!(reason.contains("permission profile `read_only`"), "{reason}"),
+            d => panic!("{d:?}"),
+        }
+        assert!(matches!(
+            gate.check(&spec("read_file", Perm::Read), &Value::Null).await,
+            Decision::Allow { .. }
+        ));
+    }
+
+    #[test]
+    fn docs_show_the_profile_table_of_the_code() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../docs/approvals.md");
+        let docs = std::fs::read_to_string(path).unwrap();
+        let table = profile_markdown_table();
+        assert!(
+            docs.contains(&table),
+            "docs/approvals.md does not hold the profile table of the code; put this in it:\n{table}"
+        );
     }
 
     #[test]

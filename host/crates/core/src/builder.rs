@@ -47,6 +47,7 @@ pub struct SessionBuilder {
     sinks: Vec<Arc<dyn EventSink>>,
     resumed: Option<Resumed>,
     hooks: crate::hooks::HookSettings,
+    permission_profile: cst_config::deployment::PermissionProfile,
 }
 
 /// Told the names of the MCP servers a headless start is still waiting for (after 2 s).
@@ -83,7 +84,15 @@ impl SessionBuilder {
             sinks: Vec::new(),
             resumed: None,
             hooks: Default::default(),
+            permission_profile: Default::default(),
         }
+    }
+
+    /// The deployment's permission profile (D2): the categories it refuses never run, and
+    /// approval mode `full` needs `full_access`.
+    pub fn permission_profile(mut self, profile: cst_config::deployment::PermissionProfile) -> Self {
+        self.permission_profile = profile;
+        self
     }
 
     pub fn profile(mut self, profile: ToolsProfile) -> Self {
@@ -206,6 +215,7 @@ impl SessionBuilder {
         config.sinks = self.sinks;
         config.startup_warnings = startup_warnings;
         config.allowed = self.allowed;
+        config.permission_profile = self.permission_profile;
         config.resumed = self.resumed;
         config.hooks = self.hooks;
         config.extensions = Some(ext);

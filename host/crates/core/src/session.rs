@@ -67,6 +67,8 @@ pub struct SessionConfig {
     pub resumed: Option<Resumed>,
     /// The deployment's hooks (D14–D18; `crate::hooks`): the main agent's only.
     pub hooks: crate::hooks::HookSettings,
+    /// The deployment's permission profile (D2).
+    pub permission_profile: cst_config::deployment::PermissionProfile,
 }
 
 impl SessionConfig {
@@ -90,6 +92,7 @@ impl SessionConfig {
             allowed: Default::default(),
             resumed: None,
             hooks: Default::default(),
+            permission_profile: Default::default(),
         }
     }
 }
@@ -161,8 +164,17 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
     let gate = Arc::new(
         ApprovalGate::new(config.approval, config.headless, Some(requests))
             .with_host_files(&config.workspace)
-            .with_allowed(std::mem::take(&mut config.allowed)),
+            .with_allowed(std::mem::take(&mut config.allowed))
+            .with_profile(config.permission_profile),
     );
+    if gate.mode() != config.approval {
+        config.startup_warnings.push(format!(
+            "the deployment's permission profile `{}` does not allow approval mode `{}`; the session uses `{}`",
+            config.permission_profile.as_str(),
+            config.approval.as_str(),
+            gate.mode().as_str()
+        ));
+    }
     let questions = (!config.headless).then(|| Arc::new(QuestionBroker::new(bus.clone())));
 
     bus.emit(Event::SessionStarted {
@@ -281,7 +293,11 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
         // D17: a required session_start hook that failed fails every turn of the session.
         let start_failure = match &hooks {
             Some(h) => h
-                .fire(cst_config::deployment::HookEvent::SessionStart, &Default::default(), None)
+                .fire(
+                    cst_config::deployment::HookEvent::SessionStart,
+                    &Default::default(),
+                    None,
+                )
                 .await
                 .err()
                 .map(|f| f.to_string()),
@@ -487,6 +503,16 @@ impl Router {
             }
             Op::Refuse { request_id, reason } => self.gate.refuse(request_id, &reason),
             Op::SetApproval { mode } => match ApprovalMode::parse(&mode) {
+                Some(mode) if !crate::approvals::profile_allows_mode(self.gate.profile(), mode) => {
+                    self.bus.emit(Event::Warning {
+                        message: format!(
+                            "the deployment's permission profile `{}` does not allow approval mode `{}`; it stays `{}`",
+                            self.gate.profile().as_str(),
+                            mode.as_str(),
+                            self.gate.mode().as_str()
+                        ),
+                    });
+                }
                 Some(mode) => {
                     self.gate.set_mode(mode);
                     self.bus.emit(Event::ApprovalModeChanged {
