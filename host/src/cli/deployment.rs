@@ -88,13 +88,15 @@ pub fn check_before_session() -> Result<(), String> {
     permission_profile().map(|_| ())
 }
 
-/// The hooks of the installed deployment file (D14–D18): only enabled ones, only from the
-/// deployment file, never from a workspace (D16). The file was checked by
-/// [`check_before_session`]; one that cannot be read now gives no hooks.
-pub fn hook_settings() -> cst_core::hooks::HookSettings {
-    deployment::load()
-        .map(|i| cst_core::hooks::HookSettings::from_deployment(&i.effective()))
-        .unwrap_or_default()
+/// What a session takes from the deployment: the hooks of the installed deployment file
+/// (D14–D18: only enabled ones, only from that file, never from a workspace, D16) and the
+/// permission profile (D2). It fails closed: a file that cannot be read or is invalid now (it
+/// changed since [`check_before_session`]) starts no session, rather than one without its
+/// required hooks.
+pub fn session_settings() -> Result<(cst_core::hooks::HookSettings, PermissionProfile), String> {
+    let installed = deployment::load().map_err(|e| e.to_string())?;
+    let hooks = cst_core::hooks::HookSettings::from_deployment(&installed.effective());
+    Ok((hooks, permission_profile()?))
 }
 
 /// The permission profile of settings.json (`autonomous` when it names none). A settings file

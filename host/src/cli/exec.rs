@@ -164,19 +164,26 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
         }
     };
     // Headless: the build waits (up to 30 s) for MCP servers that are still starting (M7).
+    // The deployment's hooks and profile; a file that broke since the start-up check stops here.
+    let (hooks, profile) = match super::deployment::session_settings() {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return code::USAGE;
+        }
+    };
     let mut builder = SessionBuilder::new(workspace, model);
     if let Some(r) = resumed {
         builder = builder.resume(r);
     }
     let session = builder
         .profile(cli.tools)
-        // Checked before any session command runs (`deployment::check_before_session`).
-        .permission_profile(super::deployment::permission_profile().unwrap_or_default())
+        .permission_profile(profile)
         .approval(args.approval)
         .headless(true)
         .max_steps(args.max_steps)
         .allow(allowed)
-        .hooks(super::deployment::hook_settings())
+        .hooks(hooks)
         .mcp_notice(std::sync::Arc::new(super::mcp::print_waiting))
         .build()
         .await;

@@ -107,10 +107,17 @@ pub async fn run(cli: &Cli, args: &TuiArgs) -> i32 {
         }
     };
     // The TUI never waits for MCP servers: the sidebar shows them arrive (M7, M12).
+    // The deployment's hooks and profile; a file that broke since the start-up check stops here.
+    let (hooks, profile) = match super::deployment::session_settings() {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return super::exit::USAGE;
+        }
+    };
     let mut builder = SessionBuilder::new(workspace.clone(), model)
         .profile(cli.tools)
-        // Checked before any session command runs (`deployment::check_before_session`).
-        .permission_profile(super::deployment::permission_profile().unwrap_or_default())
+        .permission_profile(profile)
         .approval(args.approval)
         .headless(false)
         .mcp_wait(None);
@@ -119,7 +126,7 @@ pub async fn run(cli: &Cli, args: &TuiArgs) -> i32 {
         shown = replay(&r);
         builder = builder.resume(r);
     }
-    let session = builder.hooks(super::deployment::hook_settings()).build().await;
+    let session = builder.hooks(hooks).build().await;
     let startup = Startup {
         workspace: workspace.clone(),
         model: model_name,
