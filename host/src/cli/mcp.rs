@@ -26,9 +26,10 @@ pub fn print_waiting(names: &[String]) {
 
 /// With `report_failures`, servers that failed or exited are warnings too (`tools`; `mcp list`
 /// shows them in its list).
-pub async fn start_and_wait(loaded: &Loaded, report_failures: bool) -> McpManager {
+pub async fn start_and_wait(loaded: &Loaded, workspace: &std::path::Path, report_failures: bool) -> McpManager {
     let mut warnings = Vec::new();
-    let manager = mcp::start(loaded.registry.clone(), &loaded.mcp_sources, &mut warnings);
+    // With the deployment config's HTTP servers (D5).
+    let manager = mcp::start_session(loaded.registry.clone(), &loaded.mcp_sources, workspace, &mut warnings);
     let wait = mcp::manager::HEADLESS_WAIT;
     manager.wait_ready_with_notice(wait, &print_waiting).await;
     warnings.extend(manager.warnings());
@@ -43,7 +44,7 @@ pub async fn start_and_wait(loaded: &Loaded, report_failures: bool) -> McpManage
 pub async fn run(cli: &Cli, cmd: &McpCmd) -> i32 {
     let loaded = cli.load();
     super::print_warnings(&loaded.warnings);
-    let manager = start_and_wait(&loaded, false).await;
+    let manager = start_and_wait(&loaded, &cli.workspace_dir(), false).await;
     let servers = manager.servers();
     match cmd {
         McpCmd::List { json } => {

@@ -31,9 +31,9 @@ pub async fn run(cli: &Cli, cmd: &ToolsCmd) -> i32 {
     super::print_warnings(&loaded.warnings);
     // MCP servers are started (and waited for) only when MCP tools are wanted.
     let mcp = match cmd {
-        ToolsCmd::List { .. } => Some(super::mcp::start_and_wait(&loaded, true).await),
+        ToolsCmd::List { .. } => Some(super::mcp::start_and_wait(&loaded, &workspace, true).await),
         ToolsCmd::Call { name, .. } if name.starts_with("mcp__") => {
-            Some(super::mcp::start_and_wait(&loaded, true).await)
+            Some(super::mcp::start_and_wait(&loaded, &workspace, true).await)
         }
         ToolsCmd::Call { .. } => None,
     };

@@ -4,6 +4,11 @@
 //! - (none) / `serve`: a normal server.
 //! - `garbage`: prints lines that are not JSON-RPC on stdout before the handshake.
 //! - `never-init`: reads stdin but never answers `initialize`, and ignores EOF (start timeout).
+//! - `http`: the same server over streamable HTTP on `127.0.0.1:<free port>` at `/mcp`; prints
+//!   `listening http://127.0.0.1:PORT/mcp` on stdout, then only logs on stderr. Answers both the
+//!   modern `server/discover` and the legacy `initialize`.
+//! - `http-ignore-discover`: as `http`, but a `server/discover` request is never answered (a
+//!   legacy server that ignores unknown methods: the client's probe must time out and fall back).
 //!
 //! Environment:
 //! - `CST_TEST_TOOLS`: number of `filler_NN` tools (default 11: 23 tools in all, so the list needs 3 pages of 10).
@@ -12,6 +17,10 @@
 //! - `CST_TEST_STDERR`: a line printed on stderr at start.
 //! - `CST_TEST_START_MARKER`: a file the server appends its pid to at start, before anything else,
 //!   so a test can tell afterwards that it was started (its process is gone by then).
+//!
+//! - `CST_TEST_HEADERS_FILE` (HTTP modes): every request's headers are appended there, one
+//!   `name: value` a line, and its JSON-RPC method as `method: NAME`, so a test can see what the
+//!   client sent.
 //!
 //! Only JSON-RPC goes to stdout (except in `garbage` mode); logs go to stderr.
 
@@ -180,6 +189,20 @@ impl ServerHandler for TestServer {
                     }
                 }
             }
+            "progress" => {
+                let secs = args.get("secs").and_then(Value::as_f64).unwrap_or(3.0);
+                let end = tokio::time::Instant::now() + Duration::from_secs_f64(secs);
+                let mut step = 0u32;
+                while tokio::time::Instant::now() < end {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    step += 1;
+                    if let Some(token) = cx.meta.get_progress_token() {
+                        let p = rmcp::model::ProgressNotificationParam::new(token, f64::from(step));
+                        let _ = cx.peer.notify_progress(p).await;
+                    }
+                }
+                text_result(format!("progressed {step} steps"))
+            }
             "crash" => {
                 eprintln!("crashing on purpose in the middle of a call");
                 std::process::exit(3);
@@ -242,6 +265,8 @@ async fn main() -> anyhow::Result<()> {
             out.flush()?;
         }
         "serve" => {}
+        "http" => return serve_http(false).await,
+        "http-ignore-discover" => return serve_http(true).await,
         other => anyhow::bail!("unknown mode {other}"),
     }
     let server = TestServer {
@@ -251,4 +276,70 @@ async fn main() -> anyhow::Result<()> {
     running.waiting().await?;
     eprintln!("stdin closed, bye");
     Ok(())
+}
+
+/// The server over streamable HTTP on a free loopback port (the `http*` modes).
+async fn serve_http(ignore_discover: bool) -> anyhow::Result<()> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+    // `progress` only over HTTP, so the stdio tests' tool counts stay as they are.
+    let mut tools = build_tools();
+    tools.push(tool(
+        "progress",
+        "Send a progress notification every 200 ms for `secs` seconds, then answer",
+        json!({"type": "object", "properties": {"secs": {"type": "number"}}, "required": ["secs"]}),
+    ));
+    let tools = Arc::new(tools);
+    let service = StreamableHttpService::new(
+        move || Ok(TestServer { tools: tools.clone() }),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let app = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(move |req, next| {
+            observe(req, next, ignore_discover)
+        }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let mut out = std::io::stdout();
+    writeln!(out, "listening http://{}/mcp", listener.local_addr()?)?;
+    out.flush()?;
+    axum::serve(listener, app).await?;
+    Ok(())
+}
+
+/// Record the request's headers; in `http-ignore-discover` mode, hold a `server/discover`
+/// request forever.
+async fn observe(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+    ignore_discover: bool,
+) -> axum::response::Response {
+    if let Ok(path) = std::env::var("CST_TEST_HEADERS_FILE") {
+        let mut text = String::new();
+        for (name, value) in req.headers() {
+            text.push_str(&format!("{}: {}\n", name, String::from_utf8_lossy(value.as_bytes())));
+        }
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = f.write_all(text.as_bytes());
+        }
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, 4 << 20).await.unwrap_or_default();
+    if let Ok(path) = std::env::var("CST_TEST_HEADERS_FILE") {
+        // And the JSON-RPC method, `method: NAME`, so a test can tell the handshake used.
+        let method = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|v| v.get("method").and_then(Value::as_str).map(str::to_string));
+        if let (Some(m), Ok(mut f)) = (method, std::fs::OpenOptions::new().create(true).append(true).open(path)) {
+            let _ = writeln!(f, "method: {m}");
+        }
+    }
+    if ignore_discover && String::from_utf8_lossy(&bytes).contains("\"server/discover\"") {
+        eprintln!("ignoring server/discover");
+        std::future::pending::<()>().await;
+    }
+    let req = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+    next.run(req).await
 }

@@ -8,6 +8,8 @@ pub enum Origin {
     Workspace,
     ConfigDir,
     Plugin(String),
+    /// The admin's deployment config (D5): HTTP servers, never from a workspace.
+    Deployment,
 }
 
 /// One `mcpServers` object (or VS Code's `servers`, or a bare map of servers) to hand to the MCP

@@ -23,7 +23,13 @@ impl SessionExtensions {
     pub fn load(opts: LoadOptions) -> (Self, Vec<Diagnostic>) {
         let loaded = discovery::load(&opts);
         let mut warnings = loaded.warnings.clone();
-        let mcp = mcp::start(loaded.registry.clone(), &loaded.mcp_sources, &mut warnings);
+        // With the deployment config's HTTP servers (D5).
+        let mcp = mcp::start_session(
+            loaded.registry.clone(),
+            &loaded.mcp_sources,
+            &opts.workspace,
+            &mut warnings,
+        );
         let ext = Self {
             opts,
             loaded,

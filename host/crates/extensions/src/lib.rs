@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod plugin_manifest;
 pub mod plugins;
 pub mod process;
+pub mod repo_identity;
 pub mod sandbox;
 pub mod skills;
 pub mod subagents;

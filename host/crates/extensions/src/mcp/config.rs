@@ -38,11 +38,12 @@ impl AutoApprove {
     }
 }
 
-/// How to reach a server. Only stdio exists today; the HTTP servers of the deployment config
-/// will be a second variant handled by [`super::transport`].
+/// How to reach a server: a stdio process (mcp.json, plugins) or HTTP (the deployment config,
+/// [`super::http`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TransportConfig {
     Stdio(StdioConfig),
+    Http(super::http::HttpConfig),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -492,7 +493,9 @@ mod tests {
         let parsed = parse_sources(&[a, b], &env, &mut warnings);
         let by = |n: &str| parsed.iter().find(|p| p.name == n).unwrap().kind.clone();
         let ServerKind::Start(ok) = by("ok") else { panic!() };
-        let TransportConfig::Stdio(st) = &ok.transport;
+        let TransportConfig::Stdio(st) = &ok.transport else {
+            panic!()
+        };
         assert_eq!(st.command, "srv");
         assert_eq!(st.args, vec!["--t", "s3cret"]);
         assert_eq!(st.env, vec![("K".to_string(), "v-s3cret".to_string())]);

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::config::{ParsedServer, ServerConfig, ServerKind};
+use super::config::{ParsedServer, ServerConfig, ServerKind, TransportConfig};
 use super::result::render;
 use super::transport::{connect, Connection};
 use cst_config::Origin;
@@ -237,6 +237,16 @@ impl McpManager {
             }
         }
         changes
+    }
+
+    /// The configs of the deployment config's servers (origin `deployment`), to keep them across
+    /// an [`McpManager::apply`] of re-read mcp.json sources.
+    pub fn deployment_servers(&self) -> Vec<ParsedServer> {
+        self.slots()
+            .iter()
+            .filter(|s| s.parsed.origin == Origin::Deployment)
+            .map(|s| s.parsed.clone())
+            .collect()
     }
 
     /// Every server with its status and tools, in precedence order.
@@ -497,11 +507,19 @@ impl McpManager {
         let mut warnings = Vec::new();
         for tool in tools {
             let registered = fit_tool_name(&format!("mcp__{server}__{}", tool.name));
-            let perm = if cfg.auto_approve.covers(&tool.name, &registered) {
-                Perm::Read
-            } else {
-                Perm::Net
+            // A deployment server's tool policy decides instead of `autoApprove` (D12).
+            let policy = match &cfg.transport {
+                TransportConfig::Http(http) => Some(http.policy_of(&tool.name)),
+                TransportConfig::Stdio(_) => None,
             };
+            if policy.is_some_and(|p| !p.enabled) {
+                continue;
+            }
+            let read = match policy {
+                Some(p) => p.read_only,
+                None => cfg.auto_approve.covers(&tool.name, &registered),
+            };
+            let perm = if read { Perm::Read } else { Perm::Net };
             let description = tool
                 .description
                 .as_deref()
@@ -576,6 +594,7 @@ fn origin_label(o: &Origin) -> String {
         Origin::Workspace => "workspace".into(),
         Origin::ConfigDir => "config".into(),
         Origin::Plugin(p) => format!("plugin {p}"),
+        Origin::Deployment => "deployment".into(),
     }
 }
 
@@ -654,7 +673,11 @@ impl ToolRunner for McpToolRunner {
                     conn.wait_gone_briefly().await;
                     Err(failed(self.exited_message(Some(&conn))))
                 }
-                Ok(Err(e)) => Err(failed(format!("MCP server {}: {e}", self.server))),
+                // No URL in the message (D10: an HTTP error names the request's URL).
+                Ok(Err(e)) => Err(failed(super::http::scrub_urls(&format!(
+                    "MCP server {}: {e}",
+                    self.server
+                )))),
             }
         })
     }

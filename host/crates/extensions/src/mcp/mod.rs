@@ -11,6 +11,8 @@
 //! future); the runner drops the request and rmcp sends `notifications/cancelled` (M10).
 
 pub mod config;
+pub mod deployment_servers;
+pub mod http;
 pub mod manager;
 pub mod result;
 pub mod stderr;
@@ -34,11 +36,52 @@ pub fn start(registry: Arc<Registry>, sources: &[McpSource], warnings: &mut Vec<
     manager
 }
 
+/// [`start`], with the deployment config's HTTP servers (D5) offered to `workspace`'s repository
+/// (D11) ahead of the mcp.json servers. The deployment file is the installed one
+/// ([`cst_config::deployment::load`]); an invalid one is a warning here (the binary refuses to
+/// start a session under it before this).
+pub fn start_session(
+    registry: Arc<Registry>,
+    sources: &[McpSource],
+    workspace: &std::path::Path,
+    warnings: &mut Vec<Diagnostic>,
+) -> McpManager {
+    let mut parsed = deployment(workspace, warnings);
+    parsed.extend(parse_sources(sources, &config::process_env, warnings));
+    let manager = McpManager::new(registry, parsed);
+    manager.start_all();
+    manager
+}
+
+/// The installed deployment config's servers offered to `workspace`.
+pub fn deployment(workspace: &std::path::Path, warnings: &mut Vec<Diagnostic>) -> Vec<ParsedServer> {
+    match cst_config::deployment::load() {
+        Ok(installed) => {
+            let identity = crate::repo_identity::workspace_identity(workspace);
+            deployment_servers::parsed_servers(
+                &installed.effective(),
+                &installed.path,
+                identity.as_deref(),
+                &config::process_env,
+            )
+        }
+        Err(e) => {
+            warnings.push(Diagnostic::new(
+                cst_protocol::DiagnosticKind::McpServer,
+                format!("deployment MCP servers not started: {e}"),
+            ));
+            Vec::new()
+        }
+    }
+}
+
 /// Re-read `sources` (the mcp.json files and plugins' servers, in precedence order) and bring
 /// `manager` in line with them (E8 `/mcp reload`): added servers start, removed ones stop,
 /// changed ones restart and unchanged ones keep running. See [`McpManager::apply`].
 pub async fn reload_sources(manager: &McpManager, sources: &[McpSource], warnings: &mut Vec<Diagnostic>) -> McpChanges {
     // Parsed to completion before the await: `parse_sources` borrows `warnings` only here.
-    let parsed = parse_sources(sources, &config::process_env, warnings);
+    // The deployment servers stay as they are: workspace files do not change them.
+    let mut parsed = manager.deployment_servers();
+    parsed.extend(parse_sources(sources, &config::process_env, warnings));
     manager.apply(parsed).await
 }

@@ -102,7 +102,7 @@ impl Drop for ProcessGuard {
 /// A live session with one server.
 pub struct Connection {
     pub peer: Peer<RoleClient>,
-    service: Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    pub(super) service: Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
     pub process: Option<ProcessGuard>,
     pub stderr: StderrTail,
 }
@@ -141,7 +141,14 @@ pub struct StartError {
 /// Start a server: spawn, `initialize` handshake, then the whole paginated `tools/list`, all
 /// within the start timeout. On failure everything that was started is killed and reaped.
 pub async fn connect(cfg: &ServerConfig) -> Result<(Connection, Vec<Tool>), StartError> {
-    let TransportConfig::Stdio(stdio) = &cfg.transport;
+    let stdio = match &cfg.transport {
+        TransportConfig::Stdio(stdio) => stdio,
+        TransportConfig::Http(http) => {
+            return super::http::connect(http, cfg.start_timeout)
+                .await
+                .map(|(conn, tools, _)| (conn, tools))
+        }
+    };
     let (guard, stdout, stdin, stderr) = spawn_stdio(stdio).map_err(|reason| StartError { reason })?;
     let transport = AsyncRwTransport::<RoleClient, _, _>::new_client(stdout, stdin).with_max_line_length(MAX_LINE);
     let started = tokio::time::timeout(cfg.start_timeout, async {
@@ -196,7 +203,7 @@ fn client_config() -> ClientConfig {
 }
 
 /// Follow every `nextCursor` (M7), with a page cap and a repeated-cursor check.
-async fn list_all_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, ServiceError> {
+pub(super) async fn list_all_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, ServiceError> {
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
     let mut seen = std::collections::HashSet::new();
