@@ -600,10 +600,7 @@ impl StreamReader for Reader {
 }
 
 fn cut(s: &str) -> String {
-    match s.char_indices().nth(200) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
+    super::cut_chars(s, 200)
 }
 
 #[cfg(test)]

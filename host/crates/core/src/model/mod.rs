@@ -475,8 +475,13 @@ fn not_found_cause(config: &ModelConfig, body: &str) -> String {
 }
 
 fn short(s: &str) -> String {
-    let s = s.trim();
-    match s.char_indices().nth(300) {
+    cut_chars(s.trim(), 300)
+}
+
+/// The first `n` characters of `s`, with `…` when there was more: how every wire quotes a
+/// server's text in an error.
+pub(crate) fn cut_chars(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
     }

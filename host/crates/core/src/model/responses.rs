@@ -578,10 +578,7 @@ fn cut(v: &Value) -> String {
 }
 
 fn cut_str(s: &str) -> String {
-    match s.char_indices().nth(300) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
+    super::cut_chars(s, 300)
 }
 
 #[cfg(test)]

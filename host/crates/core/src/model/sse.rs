@@ -261,10 +261,7 @@ impl Accumulator {
 }
 
 fn cut(s: &str) -> String {
-    match s.char_indices().nth(200) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
+    super::cut_chars(s, 200)
 }
 
 impl super::StreamReader for Accumulator {
