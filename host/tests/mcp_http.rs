@@ -414,3 +414,65 @@ fn d11_scopes_follow_the_git_remote_and_unknown_fails_closed() {
     let (l, _) = list(&env, &[]);
     assert_eq!(names(&l), ["theirs", "everyone"], "{l:?}");
 }
+
+/// D9, D10: a whole `exec` session that calls a deployment server's tool, whose result echoes
+/// the credential back: no header value appears in stdout, stderr, the `--json` stream or the
+/// transcript.
+#[test]
+fn d10_a_full_session_shows_no_header_value_anywhere() {
+    use cst_test_support::{call, Reply, ScriptedServer};
+    let secret = "Bearer sess-cred-5e1d0a";
+    let team = "team-static-44c1";
+    let dir = tempfile::tempdir().unwrap();
+    let srv = test_server_http("http", &dir.path().join("requests"));
+    let env = env_with(json!({"version": 1, "mcp": {"servers": [{
+        "id": "dep", "url": srv.url,
+        "credential_headers": {"Authorization": "CST_MCP_TEST_TOKEN"},
+        "headers": {"X-Team": team}
+    }]}}));
+    // The model echoes the secret through the tool: a hostile server could do the same.
+    let model = ScriptedServer::start(vec![
+        Reply::calls(vec![call(
+            "c1",
+            "mcp__dep__echo",
+            json!({"text": format!("{secret} {team}")}),
+        )]),
+        Reply::text("done"),
+    ]);
+    std::fs::write(
+        env.config.join("cst-agent/settings.json"),
+        json!({"model": {"base_url": model.url(), "name": "m", "api_key_env": "NO_KEY_SET"}}).to_string(),
+    )
+    .unwrap();
+    let out = agent(&env)
+        .env("CST_MCP_TEST_TOKEN", secret)
+        .args(["exec", "--json", "--allow-server", "dep", "call the echo tool"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    // The call ran (its result reached the model, redacted).
+    let result = model.requests()[1].tool_result("c1").expect("the tool ran");
+    assert!(result.contains("echo:"), "{result}");
+    model.finish();
+    let sessions = env.workspace.join(".agent/sessions");
+    let mut transcripts = String::new();
+    for entry in std::fs::read_dir(&sessions).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            transcripts.push_str(&std::fs::read_to_string(path.join("main.jsonl")).unwrap());
+        }
+    }
+    assert!(transcripts.contains("mcp__dep__echo"), "{transcripts}");
+    for (what, text) in [
+        ("stdout", &stdout),
+        ("stderr", &stderr),
+        ("transcript", &transcripts),
+        ("model", &result),
+    ] {
+        for bad in ["sess-cred-5e1d0a", team] {
+            assert!(!text.contains(bad), "`{bad}` in the {what}: {text}");
+        }
+    }
+}

@@ -1,6 +1,6 @@
 //! D2, D19: the deployment's permission profile is a ceiling above the approval mode. What it
-//! refuses is refused outright (no person asked, `--approval full` or not), and only
-//! `full_access` allows the unconfined mode `full`.
+//! refuses is refused outright (no person asked, `--approval full` or not), and the restricting
+//! profiles (`read_only`, `workspace_write`) do not allow the unconfined mode `full`.
 
 use cst_core::approvals::ApprovalMode;
 use cst_core::{Event, Op};
@@ -45,8 +45,13 @@ fn d2_read_only_refuses_a_write_even_in_full_mode() {
 }
 
 #[test]
-fn d2_full_mode_needs_full_access() {
-    for (profile, capped) in [("autonomous", true), ("workspace_write", true), ("full_access", false)] {
+fn d2_full_mode_is_refused_by_the_restricting_profiles() {
+    for (profile, capped) in [
+        ("autonomous", false),
+        ("read_only", true),
+        ("workspace_write", true),
+        ("full_access", false),
+    ] {
         let server = ScriptedServer::start(vec![Reply::text("ok")]);
         let f = Fixture::new(&server);
         set_profile(&f, &server, profile);
@@ -63,12 +68,12 @@ fn d2_full_mode_needs_full_access() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn d2_approval_full_is_refused_mid_session_outside_full_access() {
+async fn d2_approval_full_is_refused_mid_session_by_a_restricting_profile() {
     let server = ScriptedServer::start(vec![]);
     let ws = tempfile::tempdir().expect("ws");
     let mut h = session_with(&server, ws.path(), |c| {
         c.approval = ApprovalMode::Auto;
-        c.permission_profile = cst_config::deployment::PermissionProfile::Autonomous;
+        c.permission_profile = cst_config::deployment::PermissionProfile::WorkspaceWrite;
     });
     h.ops.send(Op::SetApproval { mode: "full".into() }).expect("op");
     let events = until(&mut h, |e| {

@@ -215,13 +215,14 @@ impl Agent {
                 return (TurnEnd::MaxSteps { limit: max }, step);
             }
             let outputs = self.run_calls(&calls, cancel).await;
-            // The model gets each result cut to a share of its window (head and tail kept); the
-            // transcript and the front end got it whole.
+            // The model gets each result cut to a share of its window (head and tail kept), and
+            // without any secret the host knows (a hostile MCP server may echo its credential
+            // header back); the transcript and the front end got it whole (and redacted).
             let budget = context::result_budget(context::window_of(self.model.config()));
             for (c, out) in calls.iter().zip(outputs) {
                 self.history.push(ChatMessage::Tool {
                     tool_call_id: c.id.clone(),
-                    content: context::cut_result(&out, budget),
+                    content: context::cut_result(&cst_config::secrets::redact(&out), budget),
                 });
             }
             if cancel.is_cancelled() {

@@ -128,8 +128,8 @@ pub fn markdown_table() -> String {
 }
 
 /// D2: what a deployment's permission profile refuses outright — no person is asked, whatever
-/// the approval mode. `None`: the approval mode decides as usual. Every profile stays inside the
-/// sandbox and network policy; only `full_access` allows the unconfined approval mode `full`.
+/// the approval mode. `None`: the approval mode decides as usual. The two restricting profiles
+/// also keep every call inside the sandbox (no unconfined approval mode `full`).
 pub fn profile_refusal(profile: PermissionProfile, perm: Perm) -> Option<String> {
     let refused = match profile {
         PermissionProfile::ReadOnly => perm != Perm::Read,
@@ -144,10 +144,12 @@ pub fn profile_refusal(profile: PermissionProfile, perm: Perm) -> Option<String>
     })
 }
 
-/// D2: whether `profile` allows approval mode `mode` (`full` runs unconfined, so only
-/// `full_access` allows it).
+/// D2: whether `profile` allows approval mode `mode`: `full` runs unconfined, so `read_only` and
+/// `workspace_write` do not allow it. `autonomous` (the default, also with no deployment) and
+/// `full_access` leave the choice to the user's approval mode (P11), adding no confirmation of
+/// their own (D19).
 pub fn profile_allows_mode(profile: PermissionProfile, mode: ApprovalMode) -> bool {
-    mode != ApprovalMode::Full || profile == PermissionProfile::FullAccess
+    mode != ApprovalMode::Full || matches!(profile, PermissionProfile::Autonomous | PermissionProfile::FullAccess)
 }
 
 /// The profile table of docs/approvals.md, from [`profile_refusal`] and [`profile_allows_mode`].
@@ -575,10 +577,15 @@ mod tests {
             assert!(profile_refusal(P::Autonomous, perm).is_none());
             assert!(profile_refusal(P::FullAccess, perm).is_none());
         }
-        let gate = ApprovalGate::new(ApprovalMode::Full, true, None).with_profile(P::Autonomous);
-        assert_eq!(gate.mode(), ApprovalMode::Auto, "full is capped outside full_access");
-        let gate = ApprovalGate::new(ApprovalMode::Full, true, None).with_profile(P::FullAccess);
-        assert_eq!(gate.mode(), ApprovalMode::Full);
+        for (profile, mode) in [
+            (P::ReadOnly, ApprovalMode::Auto),
+            (P::WorkspaceWrite, ApprovalMode::Auto),
+            (P::Autonomous, ApprovalMode::Full),
+            (P::FullAccess, ApprovalMode::Full),
+        ] {
+            let gate = ApprovalGate::new(ApprovalMode::Full, true, None).with_profile(profile);
+            assert_eq!(gate.mode(), mode, "{profile:?}");
+        }
     }
 
     #[tokio::test]
