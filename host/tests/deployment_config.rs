@@ -492,3 +492,43 @@ fn deployment_help_carries_no_rule_ids() {
         assert!(!re.is_match(&out.stdout), "{args:?}: {out:?}");
     }
 }
+
+/// D10: what the host logs about the deployment is the counts and the profile — at the most
+/// verbose log level, no server URL (beyond its host), header value or hook argument appears.
+#[test]
+fn d10_logs_carry_only_counts_and_the_profile() {
+    let env = Env::new();
+    env.install(&json!({
+        "version": 1,
+        "mcp": {"servers": [{
+            "id": "docs",
+            "url": "http://127.0.0.1:9/private-path-4d2/mcp",
+            "credential_headers": {"Authorization": CREDENTIAL_VAR},
+            "headers": {"X-Team": STATIC_SECRET}
+        }]},
+        "hooks": [{"id": "lint", "event": "after_tool", "kind": "command", "argv": ["lint-4d2", "--flag-4d2"]}]
+    }));
+    let out = Out::of(
+        env.cmd(&["--workspace", env.ws.path().to_str().unwrap(), "tools", "list"])
+            .env("CST_LOG", "debug")
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        out.stderr
+            .contains("deployment: 1 MCP server, 1 hook, permission profile autonomous"),
+        "{out:?}"
+    );
+    for bad in [
+        "private-path-4d2",
+        CREDENTIAL_VALUE,
+        STATIC_SECRET,
+        "lint-4d2",
+        "--flag-4d2",
+    ] {
+        assert!(
+            !out.stderr.contains(bad) && !out.stdout.contains(bad),
+            "`{bad}` logged: {out:?}"
+        );
+    }
+}

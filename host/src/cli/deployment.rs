@@ -79,13 +79,21 @@ pub fn terminal_safe_lines(text: &str) -> String {
 /// one) is valid, and the permission profile is known. The error names the file and every
 /// problem. The later parts of the deployment layer take the config from here.
 pub fn check_before_session() -> Result<(), String> {
-    deployment::load().map_err(|e| {
+    let installed = deployment::load().map_err(|e| {
         format!(
             "{e}\nno session starts until it is fixed (`cst-agent deployment check {}` lists the problems)",
             e.path.display()
         )
     })?;
-    permission_profile().map(|_| ())
+    let profile = permission_profile()?;
+    // D10: the log says how many servers and hooks and which profile, never a URL, a header or
+    // a command's arguments.
+    tracing::info!(
+        "deployment: {}, permission profile {}",
+        counts(&installed.effective()),
+        profile.as_str()
+    );
+    Ok(())
 }
 
 /// What a session takes from the deployment: the hooks of the installed deployment file

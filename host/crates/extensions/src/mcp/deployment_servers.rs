@@ -69,6 +69,9 @@ fn kind_of(s: &McpServer, deadline: Duration, env: &dyn Fn(&str) -> Option<Strin
     for v in headers.values() {
         cst_config::secrets::remember(v);
     }
+    // D10: a server's URL never reaches a log line whole — rmcp's transport logs the request URL
+    // of a failed connection at error level; the redacting log writer removes what is remembered.
+    remember_url(&s.url);
     ServerKind::Start(ServerConfig {
         transport: TransportConfig::Http(HttpConfig {
             id: s.id.clone(),
@@ -83,6 +86,15 @@ fn kind_of(s: &McpServer, deadline: Duration, env: &dyn Fn(&str) -> Option<Strin
         start_timeout: DEFAULT_START_TIMEOUT,
         call_timeout: NO_CALL_CAP,
     })
+}
+
+/// Remember a deployment server's URL as a secret, as written and as `url` prints it (a bare
+/// host gains a `/`), so no log line shows its path.
+fn remember_url(raw: &str) {
+    cst_config::secrets::remember(raw);
+    if let Ok(parsed) = url::Url::parse(raw) {
+        cst_config::secrets::remember(parsed.as_str());
+    }
 }
 
 #[cfg(test)]
