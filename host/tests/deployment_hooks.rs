@@ -397,3 +397,187 @@ fn hooks_in_the_workspace_are_never_read() {
     );
     server.finish();
 }
+
+/// The message of a failed turn.
+fn failure_of(events: &[Event]) -> String {
+    match end_of(events) {
+        TurnEnd::Failed { message } => message,
+        other => panic!("the turn did not fail: {other:?}"),
+    }
+}
+
+/// D17: a failing required session_start hook fails every turn of the session, each with the
+/// hook's name, why and output; no model request is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn required_session_start_failure_fails_every_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(
+        dir.path(),
+        json!([{"id": "licence", "event": "session_start", "kind": "command",
+                "argv": sh("echo no-licence-for-this-host-31; exit 4"), "required": true}]),
+    );
+    let server = ScriptedServer::start(vec![Reply::text("one"), Reply::text("two")]);
+    let ws = tempfile::tempdir().unwrap();
+    let mut h = session(&server, ws.path(), ApprovalMode::Full, s);
+    for prompt in ["first", "second"] {
+        let events = turn(&mut h, prompt).await;
+        let message = failure_of(&events);
+        assert!(
+            message.contains("the required session_start hook `licence` failed (exit code 4)"),
+            "{message}"
+        );
+        assert!(message.contains("no-licence-for-this-host-31"), "{message}");
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::Error { message: m } if *m == message)),
+            "no Error event: {events:#?}"
+        );
+    }
+    assert_eq!(server.request_count(), 0);
+    server.finish_allow_unused();
+}
+
+/// D17: a failing required before_model hook fails the turn before any model request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn required_before_model_failure_fails_the_turn_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(
+        dir.path(),
+        json!([{"id": "budget", "event": "before_model", "kind": "command",
+                "argv": sh("echo budget-exhausted-12; exit 1"), "required": true}]),
+    );
+    let server = ScriptedServer::start(vec![Reply::text("never asked")]);
+    let ws = tempfile::tempdir().unwrap();
+    let mut h = session(&server, ws.path(), ApprovalMode::Full, s);
+    let message = failure_of(&turn(&mut h, "go").await);
+    assert!(
+        message.contains("before_model hook `budget` failed (exit code 1)") && message.contains("budget-exhausted-12"),
+        "{message}"
+    );
+    assert_eq!(server.request_count(), 0, "the model was asked");
+    server.finish_allow_unused();
+}
+
+/// D17: a failing required after_model hook fails the turn; the reply's calls are not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn required_after_model_failure_fails_the_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(
+        dir.path(),
+        json!([{"id": "review", "event": "after_model", "kind": "command",
+                "argv": sh("echo reply-rejected-64; exit 1"), "required": true}]),
+    );
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![call("w1", "write_file", json!({"path": "a.txt", "content": "x"}))]),
+        Reply::text("done"),
+    ]);
+    let ws = tempfile::tempdir().unwrap();
+    let mut h = session(&server, ws.path(), ApprovalMode::Full, s);
+    let events = turn(&mut h, "write").await;
+    let message = failure_of(&events);
+    assert!(
+        message.contains("after_model hook `review` failed (exit code 1)") && message.contains("reply-rejected-64"),
+        "{message}"
+    );
+    assert!(!ws.path().join("a.txt").exists(), "the call ran after the hook failed");
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::ToolCallFinished { .. })),
+        "{events:#?}"
+    );
+    assert_eq!(server.request_count(), 1);
+    server.finish_allow_unused();
+}
+
+/// D17: a failing required after_tool hook turns the call's result into an error that ends with
+/// the hook's failure and output; the model reads it and the turn goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn required_after_tool_failure_makes_the_result_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(
+        dir.path(),
+        json!([{"id": "scan", "event": "after_tool", "kind": "command",
+                "argv": sh("echo leaked-path-found-88; exit 5"), "required": true}]),
+    );
+    let server = ScriptedServer::start(vec![
+        Reply::calls(vec![call("r1", "read_file", json!({"path": "seen.txt"}))]),
+        Reply::text("noted"),
+    ]);
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("seen.txt"), "visible").unwrap();
+    let mut h = session(&server, ws.path(), ApprovalMode::Full, s);
+    let events = turn(&mut h, "read").await;
+    assert_eq!(end_of(&events), TurnEnd::Done { answer: "noted".into() });
+    assert!(
+        events.iter().any(|e| matches!(e,
+            Event::ToolCallFinished { call_id, outcome: Outcome::Error, .. } if call_id == "r1")),
+        "{events:#?}"
+    );
+    let result = server.requests()[1].tool_result("r1").unwrap();
+    assert!(result.starts_with("visible"), "{result}");
+    assert!(
+        result.contains("error: the required after_tool hook `scan` failed (exit code 5)")
+            && result.contains("leaked-path-found-88"),
+        "{result}"
+    );
+    server.finish();
+}
+
+/// D17: a failing required after_finish hook turns a done turn into a failed one with the hook's
+/// message (an `Error` event); `task_failed` does not fire as well.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn required_after_finish_failure_fails_the_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(
+        dir.path(),
+        json!([
+            {"id": "report", "event": "after_finish", "kind": "command",
+             "argv": sh("echo report-upload-refused-27; exit 1"), "required": true},
+            {"id": "failed-trail", "event": "task_failed", "kind": "audit"},
+        ]),
+    );
+    let server = ScriptedServer::start(vec![Reply::text("all done")]);
+    let ws = tempfile::tempdir().unwrap();
+    let mut h = session(&server, ws.path(), ApprovalMode::Full, s);
+    let events = turn(&mut h, "finish").await;
+    let message = failure_of(&events);
+    assert!(
+        message.contains("the required after_finish hook `report` failed (exit code 1)")
+            && message.contains("report-upload-refused-27"),
+        "{message}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Error { message: m } if *m == message)),
+        "no Error event: {events:#?}"
+    );
+    assert!(audit(dir.path()).is_empty(), "task_failed fired too");
+    server.finish();
+}
+
+/// D15, D17: a required command hook that outlives its time limit is killed and counts as a
+/// failure (the limit shortened through `HookSettings::command_timeout`; the real one is 600 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn required_hook_past_its_time_limit_is_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings(
+        dir.path(),
+        json!([{"id": "slow", "event": "before_model", "kind": "command",
+                "argv": sh("echo started-slow-check; sleep 8; exit 0"), "required": true}]),
+    );
+    s.command_timeout = Some(Duration::from_secs(1));
+    let server = ScriptedServer::start(vec![Reply::text("never asked")]);
+    let ws = tempfile::tempdir().unwrap();
+    let mut h = session(&server, ws.path(), ApprovalMode::Full, s);
+    let started = std::time::Instant::now();
+    let message = failure_of(&turn(&mut h, "go").await);
+    assert!(
+        message.contains("before_model hook `slow` failed (timed out after 1 s")
+            && message.contains("started-slow-check"),
+        "{message}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(6), "{:?}", started.elapsed());
+    assert_eq!(server.request_count(), 0);
+    server.finish_allow_unused();
+}

@@ -18,7 +18,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
 use serde_json::{json, Map, Value};
@@ -48,6 +48,9 @@ pub struct HookSettings {
     /// `None`: no config dir could be found; audit hooks then fail (a warning, or a failure when
     /// required).
     pub audit_log: Option<PathBuf>,
+    /// A command hook's time limit; `None` (what [`Self::from_deployment`] gives): [`HOOK_TIMEOUT`].
+    /// The deployment format has no field for it: this is for tests, which cannot wait 600 s.
+    pub command_timeout: Option<Duration>,
 }
 
 impl HookSettings {
@@ -56,6 +59,7 @@ impl HookSettings {
         Self {
             hooks: config.hooks.iter().filter(|h| h.enabled).cloned().collect(),
             audit_log: audit_log_path(),
+            command_timeout: None,
         }
     }
 
@@ -126,6 +130,7 @@ impl HookFailure {
 pub struct SessionHooks {
     hooks: Vec<Hook>,
     audit_log: Option<PathBuf>,
+    command_timeout: Duration,
     session_id: String,
     workspace: PathBuf,
     /// The approval mode in force (a `command` hook is sandboxed as a `shell` call would be).
@@ -150,6 +155,7 @@ impl SessionHooks {
         Self {
             hooks: settings.hooks,
             audit_log: settings.audit_log,
+            command_timeout: settings.command_timeout.unwrap_or(HOOK_TIMEOUT),
             session_id: session_id.to_string(),
             workspace,
             gate,
@@ -275,7 +281,7 @@ impl SessionHooks {
             workspace: self.workspace.clone(),
             event: hook.event.as_str().into(),
             stdin: Value::Object(payload).to_string().into_bytes(),
-            timeout: HOOK_TIMEOUT,
+            timeout: self.command_timeout,
             sandboxed,
             cancel: cancel.cloned().unwrap_or_default(),
         })
