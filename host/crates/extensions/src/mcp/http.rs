@@ -24,7 +24,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool};
 use rmcp::service::RunningService;
 use rmcp::transport::common::client_side_sse::NeverRetry;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt};
 
@@ -171,6 +171,37 @@ fn client_config(version: ProtocolVersion) -> ClientConfig {
     .with_protocol_version(version)
 }
 
+/// Whether a call's error is the idle timeout cutting a silent server (D6): somewhere in its
+/// chain, a read of the HTTP client that timed out.
+pub fn is_idle_cut(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        let timed_out = if let Some(r) = e.downcast_ref::<reqwest::Error>() {
+            r.is_timeout()
+        } else if let Some(StreamableHttpError::Client(r)) = e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            // rmcp's `Client` variant does not give its error as the source.
+            r.is_timeout()
+        } else if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            io.kind() == std::io::ErrorKind::TimedOut
+        } else {
+            false
+        };
+        if timed_out {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
+/// What a call cut by the idle timeout says: what happened, without the URL (D6, D10).
+pub fn idle_cut_message(server: &str, idle_timeout: Duration) -> String {
+    format!(
+        "MCP server `{server}` sent no data for {} s (its idle timeout, `timeout_seconds`); the call was cut",
+        idle_timeout.as_secs_f64()
+    )
+}
+
 /// `scheme://host[:port]` of `url`, without path, userinfo or query.
 pub fn host_only(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
@@ -228,6 +259,18 @@ mod tests {
             "error sending request for url (http://127.0.0.1:5): refused"
         );
         assert_eq!(scrub("x https://h/p/q y", "https://h/p/q"), "x https://h y");
+    }
+
+    #[test]
+    fn d6_idle_cut_message_says_what_happened() {
+        assert_eq!(
+            idle_cut_message("dep", Duration::from_secs(1)),
+            "MCP server `dep` sent no data for 1 s (its idle timeout, `timeout_seconds`); the call was cut"
+        );
+        let timed_out = std::io::Error::new(std::io::ErrorKind::TimedOut, "read timed out");
+        assert!(is_idle_cut(&timed_out));
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        assert!(!is_idle_cut(&refused));
     }
 
     #[test]

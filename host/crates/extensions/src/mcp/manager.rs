@@ -547,6 +547,10 @@ impl McpManager {
                 conn: Arc::downgrade(conn),
                 slot: Arc::downgrade(slot),
                 call_timeout: cfg.call_timeout,
+                idle_timeout: match &cfg.transport {
+                    TransportConfig::Http(http) => Some(http.idle_timeout),
+                    TransportConfig::Stdio(_) => None,
+                },
             });
             match self.inner.registry.register(spec, runner) {
                 Ok(()) => names.push(registered),
@@ -606,6 +610,8 @@ struct McpToolRunner {
     conn: Weak<Connection>,
     slot: Weak<Slot>,
     call_timeout: Duration,
+    /// An HTTP server's `timeout_seconds` (D6), for the message of a call it cut.
+    idle_timeout: Option<Duration>,
 }
 
 impl McpToolRunner {
@@ -673,6 +679,10 @@ impl ToolRunner for McpToolRunner {
                     conn.wait_gone_briefly().await;
                     Err(failed(self.exited_message(Some(&conn))))
                 }
+                // D6: a silent HTTP server was cut by its idle timeout (a read that timed out).
+                Ok(Err(e)) if self.idle_timeout.is_some() && super::http::is_idle_cut(&e) => Err(Failure::TimedOut {
+                    message: super::http::idle_cut_message(&self.server, self.idle_timeout.unwrap_or_default()),
+                }),
                 // No URL in the message (D10: an HTTP error names the request's URL).
                 Ok(Err(e)) => Err(failed(super::http::scrub_urls(&format!(
                     "MCP server {}: {e}",
