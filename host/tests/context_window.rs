@@ -5,7 +5,7 @@
 use cst_core::approvals::ApprovalMode;
 use cst_core::model::{ModelClient, ModelConfig};
 use cst_core::Event;
-use cst_test_support::session::{close, session_with, turn};
+use cst_test_support::session::{close, finished, session_with, turn};
 use cst_test_support::{call, Reply, ScriptedServer};
 use serde_json::json;
 
@@ -49,11 +49,8 @@ async fn a_200_turn_session_never_sends_a_request_over_the_window() {
     for i in 0..turns {
         let events = turn(&mut h, &format!("read notes.txt again ({i})")).await;
         compactions += events.iter().filter(|e| matches!(e, Event::Compacted { .. })).count();
-        let end = events.iter().find_map(|e| match e {
-            Event::TurnFinished { end, .. } => Some(end.clone()),
-            _ => None,
-        });
-        assert!(matches!(end, Some(cst_core::TurnEnd::Done { .. })), "turn {i}: {end:?}");
+        let (end, ..) = finished(&events);
+        assert!(matches!(end, cst_core::TurnEnd::Done { .. }), "turn {i}: {end:?}");
     }
     close(h).await;
     let requests = server.requests();

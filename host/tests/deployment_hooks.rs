@@ -8,7 +8,7 @@ use std::time::Duration;
 use cst_agent::approvals::ApprovalMode;
 use cst_agent::core::{Event, Op, Outcome, SessionHandle, TurnEnd};
 use cst_core::hooks::HookSettings;
-use cst_test_support::session::{session_with, turn, until};
+use cst_test_support::session::{finished, session_with, turn, until};
 use cst_test_support::{call, Reply, ScriptedServer};
 use serde_json::{json, Value};
 
@@ -41,16 +41,6 @@ fn audit(dir: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn end_of(events: &[Event]) -> TurnEnd {
-    events
-        .iter()
-        .find_map(|e| match e {
-            Event::TurnFinished { end, .. } => Some(end.clone()),
-            _ => None,
-        })
-        .expect("no TurnFinished")
-}
-
 fn sh(script: &str) -> Value {
     json!(["sh", "-c", script])
 }
@@ -80,16 +70,19 @@ async fn audit_hooks_record_all_eleven_events() {
     let mut h = session(&server, ws.path(), ApprovalMode::Auto, s);
     let session_id = h.session_id.clone();
     assert_eq!(
-        end_of(&turn(&mut h, "write").await),
+        finished(&turn(&mut h, "write").await).0,
         TurnEnd::Done { answer: "done".into() }
     );
-    assert!(matches!(end_of(&turn(&mut h, "fail").await), TurnEnd::Failed { .. }));
+    assert!(matches!(
+        finished(&turn(&mut h, "fail").await).0,
+        TurnEnd::Failed { .. }
+    ));
     h.ops.send(Op::UserTurn { text: "hang".into() }).unwrap();
     until(&mut h, |e| matches!(e, Event::TurnStarted)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     h.ops.send(Op::Cancel).unwrap();
     let rest = until(&mut h, |e| matches!(e, Event::TurnFinished { .. })).await;
-    assert_eq!(end_of(&rest), TurnEnd::Cancelled);
+    assert_eq!(finished(&rest).0, TurnEnd::Cancelled);
     cst_test_support::session::close(h).await;
     server.finish_allow_unused();
 
@@ -256,7 +249,7 @@ async fn before_finish_blocks_until_the_check_passes() {
     let ws = tempfile::tempdir().unwrap();
     let mut h = session(&server, ws.path(), ApprovalMode::Full, s);
     let events = turn(&mut h, "finish").await;
-    assert_eq!(end_of(&events), TurnEnd::Done { answer: "three".into() });
+    assert_eq!(finished(&events).0, TurnEnd::Done { answer: "three".into() });
     let reqs = server.requests();
     for (i, run) in [(1, 1), (2, 2)] {
         let last = reqs[i].messages().last().unwrap().clone();
@@ -280,7 +273,7 @@ async fn before_finish_that_always_fails_ends_the_turn_after_three_blocks() {
     let server = ScriptedServer::start(vec![Reply::text("a"), Reply::text("b"), Reply::text("c")]);
     let ws = tempfile::tempdir().unwrap();
     let mut h = session(&server, ws.path(), ApprovalMode::Full, s);
-    match end_of(&turn(&mut h, "finish").await) {
+    match finished(&turn(&mut h, "finish").await).0 {
         TurnEnd::Failed { message } => {
             assert!(message.contains("blocked 3 times"), "{message}");
             assert!(message.contains("still red"), "{message}");
@@ -311,7 +304,7 @@ async fn non_required_failure_warns_and_work_goes_on() {
     let ws = tempfile::tempdir().unwrap();
     let mut h = session(&server, ws.path(), ApprovalMode::Full, s);
     let events = turn(&mut h, "write").await;
-    assert_eq!(end_of(&events), TurnEnd::Done { answer: "done".into() });
+    assert_eq!(finished(&events).0, TurnEnd::Done { answer: "done".into() });
     assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "x");
     let warning = events
         .iter()
@@ -359,7 +352,7 @@ async fn subagent_tool_calls_run_no_command_hooks() {
     ]);
     let mut h = session(&server, ws.path(), ApprovalMode::Full, s);
     let events = turn(&mut h, "MAIN: go").await;
-    assert_eq!(end_of(&events), TurnEnd::Done { answer: "done".into() });
+    assert_eq!(finished(&events).0, TurnEnd::Done { answer: "done".into() });
     assert!(
         events.iter().any(|e| matches!(e, Event::SubAgent { .. })),
         "no sub-agent ran"
@@ -400,7 +393,7 @@ fn hooks_in_the_workspace_are_never_read() {
 
 /// The message of a failed turn.
 fn failure_of(events: &[Event]) -> String {
-    match end_of(events) {
+    match finished(events).0 {
         TurnEnd::Failed { message } => message,
         other => panic!("the turn did not fail: {other:?}"),
     }
@@ -507,7 +500,7 @@ async fn required_after_tool_failure_makes_the_result_an_error() {
     std::fs::write(ws.path().join("seen.txt"), "visible").unwrap();
     let mut h = session(&server, ws.path(), ApprovalMode::Full, s);
     let events = turn(&mut h, "read").await;
-    assert_eq!(end_of(&events), TurnEnd::Done { answer: "noted".into() });
+    assert_eq!(finished(&events).0, TurnEnd::Done { answer: "noted".into() });
     assert!(
         events.iter().any(|e| matches!(e,
             Event::ToolCallFinished { call_id, outcome: Outcome::Error, .. } if call_id == "r1")),

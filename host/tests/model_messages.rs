@@ -8,7 +8,7 @@ use cst_agent::approvals::ApprovalMode;
 use cst_agent::core::{Event, Op, SessionHandle, TurnEnd};
 use cst_agent::model::{ModelClient, ModelConfig, RetryPolicy, WireApi};
 use cst_agent::protocol::TokenUsage;
-use cst_test_support::session::{next, session_with, turn};
+use cst_test_support::session::{finished, next, session_with, streamed, turn};
 use cst_test_support::{call, Api, Recorded, Reply, ScriptedServer};
 use serde_json::{json, Value};
 
@@ -36,13 +36,6 @@ fn session(server: &ScriptedServer, ws: &std::path::Path) -> SessionHandle {
         c.model = client(server);
         c.approval = ApprovalMode::Auto;
     })
-}
-
-fn finished(events: &[Event]) -> (TurnEnd, u32, Option<TokenUsage>) {
-    match events.last() {
-        Some(Event::TurnFinished { end, steps, usage }) => (end.clone(), *steps, *usage),
-        other => panic!("the turn did not finish: {other:?}"),
-    }
 }
 
 fn header<'a>(r: &'a Recorded, name: &str) -> Option<&'a str> {
@@ -110,13 +103,7 @@ async fn a_tool_loop_runs_end_to_end_with_anthropic_headers_and_caching() {
             output_tokens: 40
         })
     );
-    let streamed: String = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::MessageDelta { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
+    let streamed = streamed(&events);
     assert_eq!(streamed, "Reading it.It says hello.");
     // A second turn: the history still alternates (the server checks every request).
     let (end, ..) = finished(&turn(&mut h, "thanks").await);

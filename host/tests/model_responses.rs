@@ -7,7 +7,7 @@ use std::time::Duration;
 use cst_core::approvals::ApprovalMode;
 use cst_core::model::{ModelClient, ModelConfig, RetryPolicy, WireApi};
 use cst_core::{Event, TurnEnd};
-use cst_test_support::session::{close, session_with, turn, until};
+use cst_test_support::session::{close, finished, session_with, streamed, turn, until};
 use cst_test_support::{call, Api, Reply, ScriptedServer};
 use serde_json::{json, Value};
 
@@ -39,16 +39,6 @@ async fn one_turn(server: &ScriptedServer, ws: &std::path::Path, text: &str, key
     let events = turn(&mut h, text).await;
     close(h).await;
     events
-}
-
-fn finished(events: &[Event]) -> (TurnEnd, u32, Option<cst_protocol::TokenUsage>) {
-    events
-        .iter()
-        .find_map(|e| match e {
-            Event::TurnFinished { end, steps, usage } => Some((end.clone(), *steps, *usage)),
-            _ => None,
-        })
-        .expect("TurnFinished")
 }
 
 fn input(body: &Value) -> Vec<Value> {
@@ -87,13 +77,7 @@ async fn a_tool_loop_runs_end_to_end_with_usage() {
             output_tokens: 40
         })
     );
-    let streamed: String = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::MessageDelta { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
+    let streamed = streamed(&events);
     assert_eq!(streamed, "It says hello.");
     let reqs = server.requests();
     assert_eq!(reqs.len(), 2);

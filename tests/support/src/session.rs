@@ -9,7 +9,8 @@ use std::time::Duration;
 use cst_config::ToolsProfile;
 use cst_core::approvals::ApprovalMode;
 use cst_core::model::{ModelClient, ModelConfig};
-use cst_core::{Event, Op, SessionConfig, SessionHandle};
+use cst_core::{Event, Op, SessionConfig, SessionHandle, TurnEnd};
+use cst_protocol::TokenUsage;
 use cst_registry::Registry;
 
 use crate::ScriptedServer;
@@ -73,6 +74,28 @@ pub async fn turn(h: &mut SessionHandle, text: &str) -> Vec<Event> {
         .send(Op::UserTurn { text: text.into() })
         .expect("session is running");
     until(h, |e| matches!(e, Event::TurnFinished { .. })).await
+}
+
+/// The `TurnFinished` of a turn's `events`: how it ended, its steps and its usage.
+pub fn finished(events: &[Event]) -> (TurnEnd, u32, Option<TokenUsage>) {
+    events
+        .iter()
+        .find_map(|e| match e {
+            Event::TurnFinished { end, steps, usage } => Some((end.clone(), *steps, *usage)),
+            _ => None,
+        })
+        .expect("no TurnFinished among the events")
+}
+
+/// The answer text the main agent streamed in `events`, joined.
+pub fn streamed(events: &[Event]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::MessageDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Shut the session down and wait for `SessionClosed`.
