@@ -432,23 +432,18 @@ fn endpoint(config: &ModelConfig) -> String {
         WireApi::Responses => "/responses",
         WireApi::Messages => "/messages",
     };
-    let mut url = format!("{}{path}", config.base_url.trim_end_matches('/'));
-    for (i, (k, v)) in config.query_params.iter().enumerate() {
-        url.push(if i == 0 && !url.contains('?') { '?' } else { '&' });
-        url.push_str(&urlencode(k));
-        url.push('=');
-        url.push_str(&urlencode(v));
+    let joined = format!("{}{path}", config.base_url.trim_end_matches('/'));
+    if config.query_params.is_empty() {
+        return joined;
     }
-    url
-}
-
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    // The URL crate (reqwest's) encodes the parameters; the base URL was checked to be http(s).
+    match reqwest::Url::parse(&joined) {
+        Ok(mut url) => {
+            url.query_pairs_mut().extend_pairs(&config.query_params);
+            url.into()
+        }
+        Err(_) => joined,
+    }
 }
 
 /// What a 404 from `/chat/completions` most likely means, for the error message (issue 14 item
@@ -550,5 +545,27 @@ mod tests {
         };
         let v = serde_json::to_value(turn.to_message()).expect("json");
         assert_eq!(v, json!({"role": "assistant", "content": "hi"}));
+    }
+
+    /// A provider's query parameters are encoded and added after the API's path.
+    #[test]
+    fn endpoint_adds_the_path_then_the_encoded_query() {
+        let mut c = ModelConfig {
+            base_url: "https://x.example/openai/deployments/gpt/".into(),
+            ..ModelConfig::default()
+        };
+        assert_eq!(
+            endpoint(&c),
+            "https://x.example/openai/deployments/gpt/chat/completions"
+        );
+        c.query_params = vec![
+            ("api-version".into(), "2025-04-01-preview".into()),
+            ("a b".into(), "c&d".into()),
+        ];
+        c.api = WireApi::Responses;
+        assert_eq!(
+            endpoint(&c),
+            "https://x.example/openai/deployments/gpt/responses?api-version=2025-04-01-preview&a+b=c%26d"
+        );
     }
 }
