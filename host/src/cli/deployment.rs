@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use cst_config::deployment::{self, PermissionProfile};
+use cst_config::deployment::{self, ProfileSetting};
 
 use super::{exit, terminal_safe};
 
@@ -85,13 +85,13 @@ pub fn check_before_session() -> Result<(), String> {
             e.path.display()
         )
     })?;
-    let profile = permission_profile()?;
+    let profile = profile_of(&installed)?;
     // D10: the log says how many servers and hooks and which profile, never a URL, a header or
     // a command's arguments.
     tracing::info!(
         "deployment: {}, permission profile {}",
         counts(&installed.effective()),
-        profile.as_str()
+        profile.describe()
     );
     Ok(())
 }
@@ -101,17 +101,21 @@ pub fn check_before_session() -> Result<(), String> {
 /// permission profile (D2). It fails closed: a file that cannot be read or is invalid now (it
 /// changed since [`check_before_session`]) starts no session, rather than one without its
 /// required hooks.
-pub fn session_settings() -> Result<(cst_core::hooks::HookSettings, PermissionProfile), String> {
+pub fn session_settings() -> Result<(cst_core::hooks::HookSettings, ProfileSetting), String> {
     let installed = deployment::load().map_err(|e| e.to_string())?;
     let hooks = cst_core::hooks::HookSettings::from_deployment(&installed.effective());
-    Ok((hooks, permission_profile()?))
+    Ok((hooks, profile_of(&installed)?))
 }
 
-/// The permission profile of settings.json (`autonomous` when it names none). A settings file
-/// that cannot be read is reported by the commands that read it, not here.
-pub fn permission_profile() -> Result<PermissionProfile, String> {
-    match cst_config::settings::Settings::load() {
-        Ok(s) => PermissionProfile::from_settings(&s),
-        Err(_) => Ok(PermissionProfile::default()),
-    }
+/// The permission profile in force and who chose it (D2): the installed deployment file's, else
+/// the user's settings.json `permission_profile`, else nobody's. A settings file that cannot be
+/// read is reported by the commands that read it, not here.
+pub fn permission_profile() -> Result<ProfileSetting, String> {
+    let installed = deployment::load().map_err(|e| e.to_string())?;
+    profile_of(&installed)
+}
+
+fn profile_of(installed: &deployment::Installed) -> Result<ProfileSetting, String> {
+    let settings = cst_config::settings::Settings::load().ok();
+    deployment::resolve_profile(installed.config.as_ref(), settings.as_ref())
 }

@@ -178,7 +178,7 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
     }
     let session = builder
         .profile(cli.tools)
-        .permission_profile(profile)
+        .permission_profile(profile.chosen())
         .approval(args.approval)
         .headless(true)
         .max_steps(args.max_steps)

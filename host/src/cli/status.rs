@@ -33,7 +33,7 @@ pub fn run(cli: &Cli) -> i32 {
         }
     }
     match super::deployment::permission_profile() {
-        Ok(p) => println!("permission profile: {p}"),
+        Ok(p) => println!("permission profile: {}", p.describe()),
         Err(e) => {
             println!("permission profile: invalid (sessions refuse to start)");
             eprintln!("error: {}", super::terminal_safe(&e));

@@ -117,7 +117,7 @@ pub async fn run(cli: &Cli, args: &TuiArgs) -> i32 {
     };
     let mut builder = SessionBuilder::new(workspace.clone(), model)
         .profile(cli.tools)
-        .permission_profile(profile)
+        .permission_profile(profile.chosen())
         .approval(args.approval)
         .headless(false)
         .mcp_wait(None);

@@ -61,6 +61,11 @@ pub struct DeploymentConfig {
     pub mcp_repository_scopes: BTreeMap<String, Option<Vec<String>>>,
     #[serde(default)]
     pub hooks: Vec<Hook>,
+    /// The permission profile the administrator sets (D2). Absent: `autonomous`. It is a setting
+    /// of its own beside the plugin config; it lives in this file because this is the one file
+    /// only an administrator writes, and a user's `settings.json` must not loosen it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_profile: Option<PermissionProfile>,
 }
 
 impl Default for DeploymentConfig {
@@ -70,6 +75,7 @@ impl Default for DeploymentConfig {
             mcp: McpConfig::default(),
             mcp_repository_scopes: BTreeMap::new(),
             hooks: Vec::new(),
+            permission_profile: None,
         }
     }
 }
@@ -289,7 +295,7 @@ pub fn parse(text: &str) -> Result<DeploymentConfig, Vec<FieldError>> {
     })
 }
 
-const TOP_FIELDS: &[&str] = &["version", "mcp", "mcp_repository_scopes", "hooks"];
+const TOP_FIELDS: &[&str] = &["version", "mcp", "mcp_repository_scopes", "hooks", "permission_profile"];
 const MCP_FIELDS: &[&str] = &["servers"];
 const SERVER_FIELDS: &[&str] = &[
     "id",
@@ -453,6 +459,17 @@ impl Validator {
                 }
             }
             Some(other) => self.err("hooks", format!("must be an array, not {}", kind_of(other))),
+        }
+        match top.get(PermissionProfile::SETTING) {
+            None => {}
+            Some(Value::String(s)) if PermissionProfile::parse(s).is_some() => {}
+            Some(other) => self.err(
+                PermissionProfile::SETTING,
+                format!(
+                    "must be one of {}, not {other}",
+                    PermissionProfile::ALL.map(PermissionProfile::as_str).join(", ")
+                ),
+            ),
         }
     }
 
@@ -941,6 +958,68 @@ impl PermissionProfile {
     }
 }
 
+/// Who chose the permission profile in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProfileSource {
+    /// Nobody: the nominal default `autonomous`, and the approval mode alone decides (P11).
+    Default,
+    /// The user's `settings.json` (no deployment file is installed).
+    Settings,
+    /// The installed deployment file, which then alone decides (D1, D2).
+    Deployment,
+}
+
+/// The permission profile of a session and who chose it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProfileSetting {
+    pub profile: PermissionProfile,
+    pub source: ProfileSource,
+}
+
+impl ProfileSetting {
+    /// The profile to enforce: `None` when nobody chose one, so the approval mode alone decides.
+    /// A chosen profile also makes the `auto` mode ask nobody (D19).
+    pub fn chosen(&self) -> Option<PermissionProfile> {
+        (self.source != ProfileSource::Default).then_some(self.profile)
+    }
+
+    /// `autonomous (deployment file)`, for `status` and logs.
+    pub fn describe(&self) -> String {
+        let from = match self.source {
+            ProfileSource::Default => "default; the approval mode decides",
+            ProfileSource::Settings => "settings.json",
+            ProfileSource::Deployment => "deployment file",
+        };
+        format!("{} ({from})", self.profile)
+    }
+}
+
+/// The profile in force: an installed deployment file decides alone (its `permission_profile`,
+/// else `autonomous`) and a user's `settings.json` cannot loosen it; without one, `settings.json`
+/// `permission_profile`; without that, nobody chose one.
+pub fn resolve_profile(
+    installed: Option<&DeploymentConfig>,
+    settings: Option<&crate::settings::Settings>,
+) -> Result<ProfileSetting, String> {
+    if let Some(config) = installed {
+        return Ok(ProfileSetting {
+            profile: config.permission_profile.unwrap_or_default(),
+            source: ProfileSource::Deployment,
+        });
+    }
+    let named = settings.is_some_and(|s| s.values.get(PermissionProfile::SETTING).is_some_and(|v| !v.is_null()));
+    match settings {
+        Some(s) if named => Ok(ProfileSetting {
+            profile: PermissionProfile::from_settings(s)?,
+            source: ProfileSource::Settings,
+        }),
+        _ => Ok(ProfileSetting {
+            profile: PermissionProfile::default(),
+            source: ProfileSource::Default,
+        }),
+    }
+}
+
 impl fmt::Display for PermissionProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -1271,5 +1350,52 @@ mod tests {
         let e = PermissionProfile::from_settings(&s(json!({"permission_profile": "yolo"}))).unwrap_err();
         assert!(e.contains(&p.display().to_string()) && e.contains("yolo"), "{e}");
         assert!(PermissionProfile::from_settings(&s(json!({"permission_profile": 1}))).is_err());
+    }
+
+    /// D1, D2: the deployment file's profile wins and a user's settings cannot loosen it; an
+    /// unknown value in the file is refused with its path.
+    #[test]
+    fn d2_the_deployment_file_decides_the_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = crate::settings::Settings {
+            path: dir.path().join("settings.json"),
+            values: json!({"permission_profile": "full_access"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        };
+        let empty = crate::settings::Settings {
+            path: dir.path().join("settings.json"),
+            values: Map::new(),
+        };
+        let file = parse(r#"{"version": 1, "permission_profile": "read_only"}"#).unwrap();
+        let got = resolve_profile(Some(&file), Some(&settings)).unwrap();
+        assert_eq!(
+            (got.profile, got.source),
+            (PermissionProfile::ReadOnly, ProfileSource::Deployment)
+        );
+        // A file that names none: `autonomous`, chosen by the deployment; settings still ignored.
+        let bare = parse(r#"{"version": 1}"#).unwrap();
+        let got = resolve_profile(Some(&bare), Some(&settings)).unwrap();
+        assert_eq!(got.chosen(), Some(PermissionProfile::Autonomous));
+        // No deployment: the user's settings, else nobody.
+        let got = resolve_profile(None, Some(&settings)).unwrap();
+        assert_eq!(
+            (got.chosen(), got.source),
+            (Some(PermissionProfile::FullAccess), ProfileSource::Settings)
+        );
+        let got = resolve_profile(None, Some(&empty)).unwrap();
+        assert_eq!((got.chosen(), got.profile), (None, PermissionProfile::Autonomous));
+        assert_eq!(resolve_profile(None, None).unwrap().chosen(), None);
+        assert!(has(
+            &errors(json!({"version": 1, "permission_profile": "yolo"})),
+            "permission_profile",
+            "must be one of"
+        ));
+        assert!(has(
+            &errors(json!({"version": 1, "permission_profile": 3})),
+            "permission_profile",
+            "autonomous"
+        ));
     }
 }

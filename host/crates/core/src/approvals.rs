@@ -152,23 +152,96 @@ pub fn profile_allows_mode(profile: PermissionProfile, mode: ApprovalMode) -> bo
     mode != ApprovalMode::Full || matches!(profile, PermissionProfile::Autonomous | PermissionProfile::FullAccess)
 }
 
-/// The profile table of docs/approvals.md, from [`profile_refusal`] and [`profile_allows_mode`].
-pub fn profile_markdown_table() -> String {
-    let mut out =
-        String::from("| profile | read | write | shell | net | approval modes |\n|---|---|---|---|---|---|\n");
-    for profile in PermissionProfile::ALL {
-        out.push_str(&format!("| `{}` |", profile.as_str()));
-        for perm in [Perm::Read, Perm::Write, Perm::Shell, Perm::Net] {
-            let cell = if profile_refusal(profile, perm).is_some() {
+/// D19: a call that `auto` would ask about, under a chosen profile that allows its category.
+/// Ordinary execution asks nobody: it runs with the confinement `auto` gives it — except a
+/// process that needs the sandbox on a system without the full one, which is refused rather than
+/// run half-confined, since every profile stays inside the sandbox (D2). Writes to the host's own
+/// files are not ordinary execution and still ask ([`host_file_write`]).
+pub fn autonomy(spec: &ToolSpec, sandbox: bool, confinement: Confinement) -> Decision {
+    if spec.confine_with == Confinement::ProcessSandbox && !sandbox {
+        return Decision::Deny {
+            reason: format!(
+                "`{}` runs a process, and under the permission profile this system has no full \
+                 process sandbox to run it in (`cst-agent status` says what is missing); the call \
+                 was not run",
+                spec.name
+            ),
+        };
+    }
+    Decision::Allow { confinement }
+}
+
+/// What the gate does with a call before `--allow-tool`, "always" answers and the host-file rule
+/// are considered: the rendering of [`ApprovalGate`]'s order (profile refusal, the mode table,
+/// then a chosen profile's autonomy) for docs and tests. `profile`: the chosen one, if any.
+pub fn outcome(
+    profile: Option<PermissionProfile>,
+    mode: ApprovalMode,
+    perm: Perm,
+    confine_with: Confinement,
+    sandbox: bool,
+) -> &'static str {
+    let mode = match profile {
+        Some(p) if !profile_allows_mode(p, mode) => ApprovalMode::Auto,
+        _ => mode,
+    };
+    if profile.is_some_and(|p| profile_refusal(p, perm).is_some()) {
+        return "refused";
+    }
+    let confined = |c: Confinement| {
+        if c == Confinement::None {
+            "runs, unconfined"
+        } else {
+            "runs, confined"
+        }
+    };
+    match verdict(mode, perm, confine_with, sandbox) {
+        Verdict::Run { confinement } => confined(confinement),
+        Verdict::Ask if profile.is_some() && mode == ApprovalMode::Auto => {
+            if confine_with == Confinement::ProcessSandbox && !sandbox {
                 "refused"
             } else {
-                "by the mode"
+                confined(confinement(mode, confine_with))
+            }
+        }
+        Verdict::Ask => "asks",
+    }
+}
+
+/// The profile table of docs/approvals.md, rendered from [`outcome`]: what a call of each category
+/// does in the default mode `auto` under each profile (a shell tool with and without the full
+/// process sandbox), and which modes the profile allows.
+pub fn profile_markdown_table() -> String {
+    let mut out = String::from(
+        "| profile | read | write | shell, sandbox | shell, no sandbox | net | approval modes |\n|---|---|---|---|---|---|---|\n",
+    );
+    let rows = std::iter::once(None).chain(PermissionProfile::ALL.map(Some));
+    for profile in rows {
+        match profile {
+            Some(p) => out.push_str(&format!("| `{}` |", p.as_str())),
+            None => out.push_str("| none chosen |"),
+        }
+        let cells = [
+            (Perm::Read, true),
+            (Perm::Write, true),
+            (Perm::Shell, true),
+            (Perm::Shell, false),
+            (Perm::Net, true),
+        ];
+        for (perm, sandbox) in cells {
+            let confine_with = if perm == Perm::Shell {
+                Confinement::ProcessSandbox
+            } else {
+                Confinement::WorkspacePaths
             };
-            out.push_str(&format!(" {cell} |"));
+            out.push_str(&format!(
+                " {} |",
+                outcome(profile, ApprovalMode::Auto, perm, confine_with, sandbox)
+            ));
         }
         let modes: Vec<&str> = ApprovalMode::ALL
             .iter()
-            .filter(|m| profile_allows_mode(profile, **m))
+            .filter(|m| profile.is_none_or(|p| profile_allows_mode(p, **m)))
             .map(|m| m.as_str())
             .collect();
         out.push_str(&format!(" {} |\n", modes.join(", ")));
@@ -216,8 +289,9 @@ pub struct ApprovalGate {
     host_files: Option<(PathBuf, Vec<PathBuf>)>,
     /// Tools approved for the whole run (`--allow-tool`, `--allow-server`).
     allowed: AllowList,
-    /// The deployment's permission profile (D2): categories it refuses never run.
-    profile: PermissionProfile,
+    /// The permission profile in force (D2): categories it refuses never run, and in `auto`
+    /// nothing asks (D19). `None`: nobody chose one, the approval mode alone decides (P11).
+    profile: Option<PermissionProfile>,
 }
 
 /// Tools a run approves up front, as `claude -p --allowedTools` does (issue 14 item 8): names or
@@ -293,14 +367,15 @@ impl ApprovalGate {
             requests,
             host_files: None,
             allowed: AllowList::default(),
-            profile: PermissionProfile::default(),
+            profile: None,
         }
     }
 
-    /// Apply the deployment's permission profile: the categories it refuses never run, and a
-    /// mode it does not allow (`full` outside `full_access`) becomes `auto`.
+    /// Enforce a chosen permission profile (a deployment's, or the user's settings): the
+    /// categories it refuses never run, a mode it does not allow (`full` outside `autonomous` and
+    /// `full_access`) becomes `auto`, and in `auto` no call asks a person (D19, [`autonomy`]).
     pub fn with_profile(mut self, profile: PermissionProfile) -> Self {
-        self.profile = profile;
+        self.profile = Some(profile);
         let mode = self.mode();
         if !profile_allows_mode(profile, mode) {
             self.set_mode(ApprovalMode::Auto);
@@ -308,8 +383,9 @@ impl ApprovalGate {
         self
     }
 
+    /// The profile in force; `autonomous` when nobody chose one.
     pub fn profile(&self) -> PermissionProfile {
-        self.profile
+        self.profile.unwrap_or_default()
     }
 
     /// Approve these tools for the whole session (see [`AllowList`]).
@@ -373,7 +449,7 @@ impl ApprovalGate {
     /// `subagent`: the sub-agent making the call, named in the approval request.
     async fn decide(&self, spec: &ToolSpec, args: &Value, subagent: Option<u32>) -> Decision {
         // The profile comes first: what it refuses is refused in every mode, allowed or not.
-        if let Some(reason) = profile_refusal(self.profile, spec.perm) {
+        if let Some(reason) = profile_refusal(self.profile(), spec.perm) {
             return Decision::Deny { reason };
         }
         // One reading for the whole decision, so a mode switch mid-way cannot mix two modes.
@@ -390,6 +466,9 @@ impl ApprovalGate {
         let confinement = confinement(mode, spec.confine_with);
         if host_file.is_none() && self.allowed.allows(spec) {
             return Decision::Allow { confinement };
+        }
+        if host_file.is_none() && self.profile.is_some() && mode == ApprovalMode::Auto {
+            return autonomy(spec, self.sandbox, confinement);
         }
         if host_file.is_none()
             && self
@@ -601,6 +680,78 @@ mod tests {
             gate.check(&spec("read_file", Perm::Read), &Value::Null).await,
             Decision::Allow { .. }
         ));
+    }
+
+    /// D2, D19: every approval mode under every profile (and none chosen), for every category and
+    /// kind of confinement, with and without the sandbox: the real gate does what [`outcome`]
+    /// (and so the docs table) says. A person who is asked answers "no".
+    #[tokio::test]
+    async fn d19_every_mode_under_every_profile() {
+        let profiles = std::iter::once(None).chain(PermissionProfile::ALL.map(Some));
+        let mut checked = 0;
+        for profile in profiles {
+            for mode in ApprovalMode::ALL {
+                for perm in [Perm::Read, Perm::Write, Perm::Shell, Perm::Net] {
+                    for confine_with in [
+                        Confinement::WorkspacePaths,
+                        Confinement::ProcessSandbox,
+                        Confinement::None,
+                    ] {
+                        for sandbox in [true, false] {
+                            let asked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                            let flag = asked.clone();
+                            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ApprovalRequest>();
+                            let sink: RequestSink = Box::new(move |r| {
+                                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                                tx.send(r).is_ok()
+                            });
+                            let mut gate = ApprovalGate::new(mode, false, Some(sink)).with_sandbox(sandbox);
+                            if let Some(p) = profile {
+                                gate = gate.with_profile(p);
+                            }
+                            let gate = std::sync::Arc::new(gate);
+                            let g2 = gate.clone();
+                            let answerer = tokio::spawn(async move {
+                                while let Some(r) = rx.recv().await {
+                                    g2.answer(r.request_id, ApprovalDecision::No);
+                                }
+                            });
+                            let mut tool = spec("t", perm);
+                            tool.confine_with = confine_with;
+                            let decision = gate.check(&tool, &Value::Null).await;
+                            answerer.abort();
+                            let got = match decision {
+                                _ if asked.load(std::sync::atomic::Ordering::SeqCst) => "asks",
+                                Decision::Deny { .. } => "refused",
+                                Decision::Allow {
+                                    confinement: Confinement::None,
+                                } => "runs, unconfined",
+                                Decision::Allow { .. } => "runs, confined",
+                            };
+                            let want = outcome(profile, mode, perm, confine_with, sandbox);
+                            assert_eq!(
+                                got, want,
+                                "{profile:?} {mode:?} {perm:?} {confine_with:?} sandbox={sandbox}"
+                            );
+                            // D19: a chosen profile never asks in `auto`; D2: every profile but
+                            // `full_access`/`autonomous` keeps calls confined.
+                            if profile.is_some() && mode == ApprovalMode::Auto {
+                                assert_ne!(got, "asks", "{profile:?} {perm:?}");
+                            }
+                            if matches!(
+                                profile,
+                                Some(PermissionProfile::ReadOnly | PermissionProfile::WorkspaceWrite)
+                            ) && confine_with != Confinement::None
+                            {
+                                assert_ne!(got, "runs, unconfined", "{profile:?} {mode:?} {perm:?}");
+                            }
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 5 * 3 * 4 * 3 * 2);
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub struct SessionBuilder {
     sinks: Vec<Arc<dyn EventSink>>,
     resumed: Option<Resumed>,
     hooks: crate::hooks::HookSettings,
-    permission_profile: cst_config::deployment::PermissionProfile,
+    permission_profile: Option<cst_config::deployment::PermissionProfile>,
 }
 
 /// Told the names of the MCP servers a headless start is still waiting for (after 2 s).
@@ -88,9 +88,10 @@ impl SessionBuilder {
         }
     }
 
-    /// The deployment's permission profile (D2): the categories it refuses never run, and
-    /// approval mode `full` needs `full_access`.
-    pub fn permission_profile(mut self, profile: cst_config::deployment::PermissionProfile) -> Self {
+    /// A chosen permission profile (D2; the deployment file's, else the user's settings): the
+    /// categories it refuses never run, approval mode `full` needs `autonomous` or
+    /// `full_access`, and `auto` asks nobody (D19). Without it the approval mode alone decides.
+    pub fn permission_profile(mut self, profile: Option<cst_config::deployment::PermissionProfile>) -> Self {
         self.permission_profile = profile;
         self
     }

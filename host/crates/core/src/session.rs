@@ -67,8 +67,8 @@ pub struct SessionConfig {
     pub resumed: Option<Resumed>,
     /// The deployment's hooks (D14–D18; `crate::hooks`): the main agent's only.
     pub hooks: crate::hooks::HookSettings,
-    /// The deployment's permission profile (D2).
-    pub permission_profile: cst_config::deployment::PermissionProfile,
+    /// The chosen permission profile (D2, D19); `None`: the approval mode alone decides.
+    pub permission_profile: Option<cst_config::deployment::PermissionProfile>,
 }
 
 impl SessionConfig {
@@ -161,16 +161,17 @@ pub fn spawn(mut config: SessionConfig) -> SessionHandle {
             })
         })
     };
-    let gate = Arc::new(
-        ApprovalGate::new(config.approval, config.headless, Some(requests))
-            .with_host_files(&config.workspace)
-            .with_allowed(std::mem::take(&mut config.allowed))
-            .with_profile(config.permission_profile),
-    );
+    let mut gate = ApprovalGate::new(config.approval, config.headless, Some(requests))
+        .with_host_files(&config.workspace)
+        .with_allowed(std::mem::take(&mut config.allowed));
+    if let Some(profile) = config.permission_profile {
+        gate = gate.with_profile(profile);
+    }
+    let gate = Arc::new(gate);
     if gate.mode() != config.approval {
         config.startup_warnings.push(format!(
-            "the deployment's permission profile `{}` does not allow approval mode `{}`; the session uses `{}`",
-            config.permission_profile.as_str(),
+            "the permission profile `{}` does not allow approval mode `{}`; the session uses `{}`",
+            gate.profile().as_str(),
             config.approval.as_str(),
             gate.mode().as_str()
         ));
@@ -506,7 +507,7 @@ impl Router {
                 Some(mode) if !crate::approvals::profile_allows_mode(self.gate.profile(), mode) => {
                     self.bus.emit(Event::Warning {
                         message: format!(
-                            "the deployment's permission profile `{}` does not allow approval mode `{}`; it stays `{}`",
+                            "the permission profile `{}` does not allow approval mode `{}`; it stays `{}`",
                             self.gate.profile().as_str(),
                             mode.as_str(),
                             self.gate.mode().as_str()
