@@ -67,7 +67,10 @@ async function main() {
       if (html.includes(secret)) throw new Error("a stored secret is on the page");
     }
     if (violations.length) throw new Error(`CSP violations: ${violations.join("; ")}`);
-    if (process.env.SCREENSHOT) await page.screenshot({ path: process.env.SCREENSHOT });
+    if (process.env.SCREENSHOT) {
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.screenshot({ path: process.env.SCREENSHOT });
+    }
     console.log("ok: hook toggled, saved, inventory shows it disabled");
   } finally {
     await browser.close();

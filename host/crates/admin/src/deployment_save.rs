@@ -96,7 +96,9 @@ impl DeploymentFile {
         };
         match config {
             Some(c) if problems.is_empty() => {
-                write_atomic(&self.path, resolved.as_bytes()).map_err(SaveError::Io)?;
+                // Written as validated: the format's field order, every default spelled out.
+                let text = serde_json::to_string_pretty(&c).map_err(|e| SaveError::Io(e.to_string()))? + "\n";
+                write_atomic(&self.path, text.as_bytes()).map_err(SaveError::Io)?;
                 Ok(c)
             }
             _ => Err(SaveError::Invalid(problems)),
