@@ -36,8 +36,14 @@ async fn d4_without_a_session_pages_redirect_and_routes_answer_401() {
         cookie: "cst_admin_session=00112233".into(),
         csrf: "x".into(),
     };
-    assert_eq!(a.post("/agent-plugins/save", &forged, "{\"version\":1}").await.status, StatusCode::UNAUTHORIZED);
-    assert_eq!(a.get("/agent-plugins/", Some(&forged)).await.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        a.post("/agent-plugins/save", &forged, "{\"version\":1}").await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        a.get("/agent-plugins/", Some(&forged)).await.status,
+        StatusCode::SEE_OTHER
+    );
     assert_eq!(a.file_bytes(), before);
 }
 
@@ -67,7 +73,9 @@ async fn d4_missing_or_wrong_csrf_is_403_and_changes_nothing() {
     let body = Some(json!({"version": 1}).to_string());
     let wrong = "0".repeat(admin.csrf.len());
     for csrf in [None, Some(""), Some(wrong.as_str()), Some(other.csrf.as_str())] {
-        let r = a.send(Method::POST, "/agent-plugins/save", Some(&admin), csrf, body.clone()).await;
+        let r = a
+            .send(Method::POST, "/agent-plugins/save", Some(&admin), csrf, body.clone())
+            .await;
         assert_eq!(r.status, StatusCode::FORBIDDEN, "{csrf:?}: {}", r.body);
         assert!(r.body.contains("CSRF"), "{}", r.body);
     }
@@ -124,14 +132,22 @@ async fn d4_invalid_submissions_are_400_naming_the_field_and_change_nothing() {
         (json!({"version": 2}).to_string(), "version:"),
         (bad_url.to_string(), "mcp.servers[0].url: must not contain userinfo"),
         (unknown.to_string(), "hooks[1].colour: unknown field"),
-        (bad_var.to_string(), "mcp.servers[0].credential_headers.Authorization: must name"),
+        (
+            bad_var.to_string(),
+            "mcp.servers[0].credential_headers.Authorization: must name",
+        ),
         (bad_scope.to_string(), "mcp_repository_scopes.docs: no server"),
     ];
     for (body, field) in cases {
         let r = a.post("/agent-plugins/save", &admin, &body).await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}");
         let errors: Value = serde_json::from_str(&r.body).unwrap();
-        let list: Vec<&str> = errors["errors"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        let list: Vec<&str> = errors["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
         assert!(list.iter().any(|e| e.contains(field)), "{field}: {list:?}");
         assert!(!r.body.contains("pw-in-url-5150"), "{}", r.body);
         assert_eq!(a.file_bytes(), before, "an invalid submission changed the file");
@@ -152,9 +168,16 @@ async fn d3_d9_the_page_masks_every_header_and_the_mask_round_trip_keeps_them() 
     // The inventory: ids, the host only, states, policy and scopes.
     assert_eq!(row_state(&page.body, "servers", "docs").as_deref(), Some("enabled"));
     assert_eq!(row_state(&page.body, "hooks", "checks").as_deref(), Some("enabled"));
-    let servers = &page.body[page.body.find("<section id=\"servers\"").unwrap()..page.body.find("<section id=\"hooks\"").unwrap()];
-    assert!(servers.contains(&format!("<td>{HOST}</td>")) && !servers.contains(URL_PATH), "{servers}");
-    assert!(servers.contains("owner/repo") && servers.contains("1 tool override"), "{servers}");
+    let servers = &page.body
+        [page.body.find("<section id=\"servers\"").unwrap()..page.body.find("<section id=\"hooks\"").unwrap()];
+    assert!(
+        servers.contains(&format!("<td>{HOST}</td>")) && !servers.contains(URL_PATH),
+        "{servers}"
+    );
+    assert!(
+        servers.contains("owner/repo") && servers.contains("1 tool override"),
+        "{servers}"
+    );
     // Text from the file is escaped; the tool name that is HTML is not markup.
     assert!(!page.body.contains("<script>alert(1)"), "unescaped");
     assert!(page.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
@@ -168,12 +191,18 @@ async fn d3_d9_the_page_masks_every_header_and_the_mask_round_trip_keeps_them() 
 
     // Sent back with a hook turned off and one hook added: the stored values are kept.
     config["hooks"][0]["enabled"] = json!(false);
-    config["hooks"].as_array_mut().unwrap().push(json!({"id": "more", "event": "task_failed", "kind": "audit"}));
+    config["hooks"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"id": "more", "event": "task_failed", "kind": "audit"}));
     let r = a.post("/agent-plugins/save", &admin, &config.to_string()).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let saved = stored(&a);
     assert_eq!(saved["mcp"]["servers"][0]["headers"]["X-Team"], STATIC_SECRET);
-    assert_eq!(saved["mcp"]["servers"][0]["credential_headers"]["Authorization"], CREDENTIAL_VAR);
+    assert_eq!(
+        saved["mcp"]["servers"][0]["credential_headers"]["Authorization"],
+        CREDENTIAL_VAR
+    );
     assert_eq!(saved["hooks"][0]["enabled"], false);
     let page = a.get("/agent-plugins/", Some(&admin)).await;
     assert_eq!(row_state(&page.body, "hooks", "checks").as_deref(), Some("disabled"));
@@ -210,8 +239,18 @@ async fn d9_a_changed_url_keeps_no_secret_and_needs_the_credential_again() {
     moved["mcp"]["servers"][0]["url"] = json!("https://attacker.example/collect");
     let r = a.post("/agent-plugins/save", &admin, &moved.to_string()).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
-    assert!(r.body.contains("mcp.servers[0].headers.X-Team: the server's URL changed"), "{}", r.body);
-    assert!(r.body.contains("mcp.servers[0].credential_headers.Authorization: the server's URL changed"), "{}", r.body);
+    assert!(
+        r.body
+            .contains("mcp.servers[0].headers.X-Team: the server's URL changed"),
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body
+            .contains("mcp.servers[0].credential_headers.Authorization: the server's URL changed"),
+        "{}",
+        r.body
+    );
     assert_eq!(a.file_bytes(), before);
 
     // A mask under a new server id, or a header name the server never had: refused too.
@@ -269,7 +308,11 @@ async fn d3_saving_contacts_no_server_and_runs_no_command() {
 #[tokio::test]
 async fn d4_the_settings_route_refuses_plugin_fields() {
     let a = Admin::start(Some(&example()));
-    std::fs::write(&a.settings, "{\"model\": {\"name\": \"m1\", \"base_url\": \"http://127.0.0.1:9/v1\"}}\n").unwrap();
+    std::fs::write(
+        &a.settings,
+        "{\"model\": {\"name\": \"m1\", \"base_url\": \"http://127.0.0.1:9/v1\"}}\n",
+    )
+    .unwrap();
     let deployment_before = a.file_bytes();
     let settings_before = std::fs::read(&a.settings).unwrap();
     let user = a.sign_in(&a.add_user("bob")).await;
@@ -286,22 +329,43 @@ async fn d4_the_settings_route_refuses_plugin_fields() {
         ] {
             let r = a.post("/settings/save", session, &body.to_string()).await;
             assert_eq!(r.status, StatusCode::FORBIDDEN, "{body}: {}", r.body);
-            assert!(r.body.contains(&format!("{field}: a plugin or deployment field")), "{}", r.body);
+            assert!(
+                r.body.contains(&format!("{field}: a plugin or deployment field")),
+                "{}",
+                r.body
+            );
         }
         // Where the API key goes is not the page's either.
-        let r = a.post("/settings/save", session, &json!({"model": {"base_url": "http://evil"}}).to_string()).await;
+        let r = a
+            .post(
+                "/settings/save",
+                session,
+                &json!({"model": {"base_url": "http://evil"}}).to_string(),
+            )
+            .await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST);
         assert_eq!(std::fs::read(&a.settings).unwrap(), settings_before);
     }
     // No CSRF token: refused like the plugin route.
     let r = a
-        .send(Method::POST, "/settings/save", Some(&user), None, Some("{\"model\":{\"name\":\"x\"}}".into()))
+        .send(
+            Method::POST,
+            "/settings/save",
+            Some(&user),
+            None,
+            Some("{\"model\":{\"name\":\"x\"}}".into()),
+        )
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
-    let r = a.post("/settings/save", &user, &json!({"model": {"name": "m2"}}).to_string()).await;
+    let r = a
+        .post("/settings/save", &user, &json!({"model": {"name": "m2"}}).to_string())
+        .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let settings: Value = serde_json::from_slice(&std::fs::read(&a.settings).unwrap()).unwrap();
-    assert_eq!(settings["model"], json!({"name": "m2", "base_url": "http://127.0.0.1:9/v1"}));
+    assert_eq!(
+        settings["model"],
+        json!({"name": "m2", "base_url": "http://127.0.0.1:9/v1"})
+    );
     assert_eq!(a.file_bytes(), deployment_before);
 }
 
@@ -312,14 +376,35 @@ async fn d10_the_admin_log_has_only_counts_and_the_profile() {
     let admin = a.super_admin().await;
     let mut config = editor_json(&a.get("/agent-plugins/", Some(&admin)).await.body);
     config["hooks"][1]["enabled"] = json!(false);
-    assert_eq!(a.post("/agent-plugins/save", &admin, &config.to_string()).await.status, StatusCode::OK);
+    assert_eq!(
+        a.post("/agent-plugins/save", &admin, &config.to_string()).await.status,
+        StatusCode::OK
+    );
     config["mcp"]["servers"][0]["url"] = json!("https://other.example/x-path-3391");
-    assert_eq!(a.post("/agent-plugins/save", &admin, &config.to_string()).await.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        a.post("/agent-plugins/save", &admin, &config.to_string()).await.status,
+        StatusCode::BAD_REQUEST
+    );
     let _ = a.login("cst_admin_wrong").await;
     let log = a.log();
-    assert!(log.contains("deployment config saved: 1 MCP servers, 2 hooks, permission profile workspace_write"), "{log}");
+    assert!(
+        log.contains("deployment config saved: 1 MCP servers, 2 hooks, permission profile workspace_write"),
+        "{log}"
+    );
     assert!(log.contains("save refused (2 problems)"), "{log}");
-    for never in [HOST, URL_PATH, "other.example", "x-path-3391", STATIC_SECRET, CREDENTIAL_VAR, ARG, "pytest", "X-Team", "Authorization", &a.token] {
+    for never in [
+        HOST,
+        URL_PATH,
+        "other.example",
+        "x-path-3391",
+        STATIC_SECRET,
+        CREDENTIAL_VAR,
+        ARG,
+        "pytest",
+        "X-Team",
+        "Authorization",
+        &a.token,
+    ] {
         assert!(!log.contains(never), "the admin log carries {never:?}: {log}");
     }
 }
@@ -332,7 +417,10 @@ fn admin_serve_listens_on_loopback_only_and_stores_the_token_hashed() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a loopback address"));
     let creds = a.dir.path().join("config/cst-agent/admin-credentials.json");
     let text = std::fs::read_to_string(&creds).unwrap();
-    assert!(!text.contains(&a.token) && text.contains(&sha256_hex(&a.token)), "{text}");
+    assert!(
+        !text.contains(&a.token) && text.contains(&sha256_hex(&a.token)),
+        "{text}"
+    );
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -38,7 +38,10 @@ pub async fn run(cmd: &AdminCmd) -> i32 {
     match cmd {
         AdminCmd::AddUser { name } => match credentials().and_then(|mut c| c.add_user(name)) {
             Ok(token) => {
-                println!("token for user {} (shown once; it signs in to /settings/ only):", terminal_safe(name));
+                println!(
+                    "token for user {} (shown once; it signs in to /settings/ only):",
+                    terminal_safe(name)
+                );
                 println!("{token}");
                 exit::OK
             }

@@ -151,7 +151,14 @@ impl Admin {
     }
 
     /// One request; the body is checked for every stored secret.
-    pub async fn send(&self, method: Method, path: &str, session: Option<&Session>, csrf: Option<&str>, body: Option<String>) -> Reply {
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        session: Option<&Session>,
+        csrf: Option<&str>,
+        body: Option<String>,
+    ) -> Reply {
         let mut r = self.client.request(method, format!("{}{path}", self.base));
         if let Some(s) = session {
             r = r.header("Cookie", &s.cookie);
@@ -172,8 +179,14 @@ impl Admin {
 
     /// POST JSON with the session's own CSRF token.
     pub async fn post(&self, path: &str, session: &Session, body: &str) -> Reply {
-        self.send(Method::POST, path, Some(session), Some(&session.csrf), Some(body.to_string()))
-            .await
+        self.send(
+            Method::POST,
+            path,
+            Some(session),
+            Some(&session.csrf),
+            Some(body.to_string()),
+        )
+        .await
     }
 
     /// POST /login with `token`.
@@ -222,11 +235,19 @@ impl Drop for Admin {
 
 async fn reply(resp: reqwest::Response) -> Reply {
     let status = resp.status();
-    let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let header = |name: &str| {
+        resp.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
     let location = header("location");
     let set_cookie = header("set-cookie");
     let csp = header("content-security-policy").unwrap_or_default();
-    assert!(csp.contains("default-src 'none'") && csp.contains("script-src 'self'"), "{csp}");
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("script-src 'self'"),
+        "{csp}"
+    );
     let body = resp.text().await.unwrap();
     for secret in SECRETS {
         assert!(!body.contains(secret), "a response carries a stored secret: {body}");

@@ -107,7 +107,8 @@ impl Credentials {
                 ));
             }
         }
-        let file = serde_json::from_str(&text).map_err(|e| format!("{}: not a credentials file: {e}", path.display()))?;
+        let file =
+            serde_json::from_str(&text).map_err(|e| format!("{}: not a credentials file: {e}", path.display()))?;
         Ok(Self {
             path: path.to_path_buf(),
             file,
@@ -170,9 +171,14 @@ impl Credentials {
             b.recursive(true);
             #[cfg(unix)]
             std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-            b.create(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+            b.create(dir)
+                .map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
         }
-        let tmp = dir.join(format!(".admin-credentials.{}.{}.tmp", std::process::id(), random_hex()?));
+        let tmp = dir.join(format!(
+            ".admin-credentials.{}.{}.tmp",
+            std::process::id(),
+            random_hex()?
+        ));
         let result = (|| -> std::io::Result<()> {
             let mut o = std::fs::OpenOptions::new();
             o.write(true).create_new(true);

@@ -189,14 +189,22 @@ fn resolve_masks(submitted: &mut Value, stored: Option<&DeploymentConfig>) -> Ve
 /// or 0644 — readable by the agents of every user, writable by its owner), flushed, renamed over
 /// the old one, the folder synced. A crash leaves the old file or the new one, never half of one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or_else(|| Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."));
     #[cfg(unix)]
     let mode = {
         use std::os::unix::fs::PermissionsExt;
         // Never world-writable: the loader would refuse the file.
-        std::fs::metadata(path).map(|m| m.permissions().mode() & 0o7775).unwrap_or(0o644)
+        std::fs::metadata(path)
+            .map(|m| m.permissions().mode() & 0o7775)
+            .unwrap_or(0o644)
     };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let suffix = crate::auth::random_hex()?;
     let tmp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), &suffix[..16]));
     let result = (|| -> std::io::Result<()> {
@@ -249,13 +257,19 @@ mod tests {
         let mut v = stored().masked();
         assert!(resolve_masks(&mut v, Some(&stored())).is_empty());
         assert_eq!(v["mcp"]["servers"][0]["headers"]["X-Team"], "s3cret");
-        assert_eq!(v["mcp"]["servers"][0]["credential_headers"]["Authorization"], "CST_MCP_DOCS");
+        assert_eq!(
+            v["mcp"]["servers"][0]["credential_headers"]["Authorization"],
+            "CST_MCP_DOCS"
+        );
 
         let mut moved = stored().masked();
         moved["mcp"]["servers"][0]["url"] = json!("https://elsewhere/mcp");
         let p = resolve_masks(&mut moved, Some(&stored()));
         assert_eq!(p.len(), 2, "{p:?}");
-        assert!(p[0].starts_with("mcp.servers[0].headers.X-Team: the server's URL changed"), "{p:?}");
+        assert!(
+            p[0].starts_with("mcp.servers[0].headers.X-Team: the server's URL changed"),
+            "{p:?}"
+        );
         assert!(!moved.to_string().contains("s3cret"));
 
         let mut renamed = stored().masked();

@@ -255,7 +255,10 @@ mod tests {
 
     #[test]
     fn escaping_and_hosts() {
-        assert_eq!(esc("<a href='x'>&\"</a>"), "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;");
+        assert_eq!(
+            esc("<a href='x'>&\"</a>"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
+        );
         assert_eq!(host_of("https://mcp.example.com/secret/path"), "mcp.example.com");
         assert_eq!(host_of("http://127.0.0.1:8080/mcp"), "127.0.0.1:8080");
     }

@@ -104,7 +104,9 @@ pub async fn serve(
         "admin: serving; deployment: {summary}, permission profile {}",
         profile_of(&opts)
     );
-    axum::serve(listener, router(opts)).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, router(opts))
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 /// `N MCP servers, M hooks`: all an admin log says of a config (D10).
@@ -130,8 +132,7 @@ fn loopback_host(host: &str) -> bool {
     } else {
         host.rsplit_once(':').map_or(host, |(h, _)| h)
     };
-    name.eq_ignore_ascii_case("localhost")
-        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 async fn guard(req: Request, next: Next) -> Response {
@@ -142,9 +143,17 @@ async fn guard(req: Request, next: Next) -> Response {
         .unwrap_or("")
         .to_string();
     let mut resp = if !loopback_host(&host) {
-        (StatusCode::MISDIRECTED_REQUEST, "this server answers loopback names only\n").into_response()
+        (
+            StatusCode::MISDIRECTED_REQUEST,
+            "this server answers loopback names only\n",
+        )
+            .into_response()
     } else if req.method() != Method::GET && req.method() != Method::HEAD && !same_origin(req.headers(), &host) {
-        (StatusCode::FORBIDDEN, Json(json!({"errors": ["cross-origin request refused"]}))).into_response()
+        (
+            StatusCode::FORBIDDEN,
+            Json(json!({"errors": ["cross-origin request refused"]})),
+        )
+            .into_response()
     } else {
         next.run(req).await
     };
@@ -200,7 +209,9 @@ enum Refusal {
 impl Refusal {
     fn api(self) -> Response {
         match self {
-            Refusal::NoSession => (StatusCode::UNAUTHORIZED, Json(json!({"errors": ["sign in first"]}))).into_response(),
+            Refusal::NoSession => {
+                (StatusCode::UNAUTHORIZED, Json(json!({"errors": ["sign in first"]}))).into_response()
+            }
             Refusal::Forbidden => (
                 StatusCode::FORBIDDEN,
                 Json(json!({"errors": ["only the super admin may save the deployment config"]})),
@@ -217,7 +228,12 @@ impl Refusal {
 
 /// The session of a state-changing request: signed in, with `need` (when given), and the
 /// session's CSRF token sent back.
-fn check_post(state: &AppState, headers: &HeaderMap, csrf: Option<&str>, need: Option<Role>) -> Result<Session, Refusal> {
+fn check_post(
+    state: &AppState,
+    headers: &HeaderMap,
+    csrf: Option<&str>,
+    need: Option<Role>,
+) -> Result<Session, Refusal> {
     let (_, s) = state.session(headers).ok_or(Refusal::NoSession)?;
     if need.is_some_and(|r| r != s.role) {
         return Err(Refusal::Forbidden);
@@ -262,7 +278,11 @@ async fn login(State(state): State<Shared>, Form(form): Form<LoginForm>) -> Resp
     };
     let Some(role) = role else {
         tracing::info!("admin: sign-in refused");
-        return (StatusCode::UNAUTHORIZED, Html(pages::login(Some("That token is not valid.")))).into_response();
+        return (
+            StatusCode::UNAUTHORIZED,
+            Html(pages::login(Some("That token is not valid."))),
+        )
+            .into_response();
     };
     let (Ok(id), Ok(csrf)) = (auth::random_hex(), auth::random_hex()) else {
         return (StatusCode::INTERNAL_SERVER_ERROR, "no random numbers").into_response();
@@ -316,7 +336,10 @@ async fn plugins_page(State(state): State<Shared>, headers: HeaderMap) -> Respon
     if s.role != Role::SuperAdmin {
         return (
             StatusCode::FORBIDDEN,
-            Html(pages::message("Not allowed", "Only the super admin manages agent plugins.")),
+            Html(pages::message(
+                "Not allowed",
+                "Only the super admin manages agent plugins.",
+            )),
         )
             .into_response();
     }
@@ -324,7 +347,11 @@ async fn plugins_page(State(state): State<Shared>, headers: HeaderMap) -> Respon
         path: state.opts.deployment_file.clone(),
     };
     let (config, problems, editor) = match file.read() {
-        Stored::Missing => (DeploymentConfig::default(), Vec::new(), masked_text(&DeploymentConfig::default())),
+        Stored::Missing => (
+            DeploymentConfig::default(),
+            Vec::new(),
+            masked_text(&DeploymentConfig::default()),
+        ),
         Stored::Valid(c) => {
             let m = masked_text(&c);
             (c, Vec::new(), m)
@@ -385,7 +412,10 @@ async fn plugins_save(State(state): State<Shared>, headers: HeaderMap, body: Byt
             Json(json!({"ok": true, "servers": c.mcp.servers.len(), "hooks": c.hooks.len()})).into_response()
         }
         Err(SaveError::Invalid(list)) => {
-            tracing::info!("admin: deployment save refused ({} problems); nothing written", list.len());
+            tracing::info!(
+                "admin: deployment save refused ({} problems); nothing written",
+                list.len()
+            );
             errors(StatusCode::BAD_REQUEST, list)
         }
         Err(SaveError::Io(e)) => {
@@ -411,7 +441,12 @@ async fn settings_save_route(State(state): State<Shared>, headers: HeaderMap, bo
     }
     let submitted: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
-        Err(e) => return errors(StatusCode::BAD_REQUEST, vec![format!("(top level): not valid JSON: {e}")]),
+        Err(e) => {
+            return errors(
+                StatusCode::BAD_REQUEST,
+                vec![format!("(top level): not valid JSON: {e}")],
+            )
+        }
     };
     let _one_at_a_time = state.save_lock.lock().await;
     match settings_save::save(&state.opts.settings_file, &submitted) {

@@ -41,7 +41,9 @@ pub enum SettingsError {
 /// Check `submitted` and merge it into `path` (atomically, keeping every other key).
 pub fn save(path: &Path, submitted: &Value) -> Result<(), SettingsError> {
     let Some(top) = submitted.as_object() else {
-        return Err(SettingsError::Invalid(vec!["(top level): must be a JSON object".into()]));
+        return Err(SettingsError::Invalid(
+            vec!["(top level): must be a JSON object".into()],
+        ));
     };
     let mut plugin = Vec::new();
     let mut invalid = Vec::new();
@@ -127,8 +129,14 @@ mod tests {
         ] {
             assert!(matches!(save(&p, &bad), Err(SettingsError::PluginField(_))), "{bad}");
         }
-        assert!(matches!(save(&p, &json!({"model": {"base_url": "http://evil"}})), Err(SettingsError::Invalid(_))));
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"model\": {\"base_url\": \"http://x\"}}\n");
+        assert!(matches!(
+            save(&p, &json!({"model": {"base_url": "http://evil"}})),
+            Err(SettingsError::Invalid(_))
+        ));
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "{\"model\": {\"base_url\": \"http://x\"}}\n"
+        );
         save(&p, &json!({"model": {"name": "m2"}})).unwrap();
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         assert_eq!(v, json!({"model": {"base_url": "http://x", "name": "m2"}}));
