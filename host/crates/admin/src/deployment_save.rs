@@ -188,7 +188,11 @@ fn resolve_masks(submitted: &mut Value, stored: Option<&DeploymentConfig>) -> Ve
 /// Replace `path` with `bytes` atomically: a new file in the same folder (the old file's mode,
 /// or 0644 — readable by the agents of every user, writable by its owner), flushed, renamed over
 /// the old one, the folder synced. A crash leaves the old file or the new one, never half of one.
+/// A symlink is followed: the file it leads to is replaced (the one the loader checks and reads),
+/// and the link stays.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let resolved = std::fs::canonicalize(path).ok();
+    let path = resolved.as_deref().unwrap_or(path);
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -285,6 +289,30 @@ mod tests {
         crossed["mcp"]["servers"][0]["credential_headers"] = json!({"X-Team": MASK});
         assert_eq!(resolve_masks(&mut crossed, Some(&stored())).len(), 2);
         assert_eq!(resolve_masks(&mut stored().masked(), None).len(), 2);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn atomic_write_keeps_the_mode_and_follows_a_symlink() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        std::fs::write(&real, "old").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let link = dir.path().join("deployment.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(&real).unwrap(), b"new");
+        assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o640);
+        // A new file is 0644; a world-writable one loses o+w.
+        let fresh = dir.path().join("fresh.json");
+        write_atomic(&fresh, b"x").unwrap();
+        assert_eq!(std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777, 0o644);
+        std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o666)).unwrap();
+        write_atomic(&fresh, b"y").unwrap();
+        assert_eq!(std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777, 0o664);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3, "no temp file left");
     }
 
     #[test]
