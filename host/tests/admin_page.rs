@@ -278,6 +278,69 @@ async fn d9_a_changed_url_keeps_no_secret_and_needs_the_credential_again() {
 }
 
 #[tokio::test]
+async fn d4_a_save_over_a_file_changed_since_the_page_was_loaded_is_refused() {
+    let a = Admin::start(Some(&example()));
+    let admin = a.super_admin().await;
+    let page = a.get("/agent-plugins/", Some(&admin)).await;
+    let (mut config, version) = (editor_json(&page.body), editor_version(&page.body));
+    assert!(!version.is_empty());
+    // Another admin (or a hand edit) changes the file meanwhile.
+    let mut theirs = example();
+    theirs["hooks"][1]["required"] = json!(true);
+    std::fs::write(&a.file, serde_json::to_string_pretty(&theirs).unwrap()).unwrap();
+    let changed = a.file_bytes();
+    config["hooks"][0]["enabled"] = json!(false);
+    let r = a
+        .post_versioned("/agent-plugins/save", &admin, &config.to_string(), &version)
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(r.body.contains("changed since this page was loaded"), "{}", r.body);
+    assert_eq!(a.file_bytes(), changed);
+    // Reloaded: the new version saves.
+    let page = a.get("/agent-plugins/", Some(&admin)).await;
+    let mut config = editor_json(&page.body);
+    config["hooks"][0]["enabled"] = json!(false);
+    let r = a
+        .post_versioned(
+            "/agent-plugins/save",
+            &admin,
+            &config.to_string(),
+            &editor_version(&page.body),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(stored(&a)["hooks"][1]["required"], true);
+}
+
+#[tokio::test]
+async fn d4_a_refused_stored_file_is_listed_masked_and_a_valid_save_replaces_it() {
+    let mut broken = example();
+    broken["version"] = json!(2);
+    broken["hooks"][0]["argv"] = json!([]);
+    let a = Admin::start(Some(&broken));
+    let admin = a.super_admin().await;
+    let page = a.get("/agent-plugins/", Some(&admin)).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("The stored file is refused"), "{}", page.body);
+    assert!(page.body.contains("version: must be 1") && page.body.contains("hooks[0].argv"));
+    // Its editor still shows it, masked (the reply check above found no header value).
+    let mut config = editor_json(&page.body);
+    assert_eq!(config["mcp"]["servers"][0]["headers"]["X-Team"], "[UNCHANGED SECRET]");
+    // A mask cannot keep a value of a file the loader refuses: the values are entered again.
+    config["version"] = json!(1);
+    config["hooks"][0]["argv"] = json!(["pytest"]);
+    let r = a.post("/agent-plugins/save", &admin, &config.to_string()).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.body.contains("mcp.servers[0].headers.X-Team"), "{}", r.body);
+    config["mcp"]["servers"][0]["headers"]["X-Team"] = json!("v2");
+    config["mcp"]["servers"][0]["credential_headers"]["Authorization"] = json!("CST_MCP_DOCS");
+    let r = a.post("/agent-plugins/save", &admin, &config.to_string()).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let check = a.cli(&["deployment", "check", a.file.to_str().unwrap()]);
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+}
+
+#[tokio::test]
 async fn d3_saving_contacts_no_server_and_runs_no_command() {
     let a = Admin::start(Some(&json!({"version": 1})));
     let admin = a.super_admin().await;

@@ -189,6 +189,22 @@ impl Admin {
         .await
     }
 
+    /// POST a save as the page's script does: with the version of the file the page showed.
+    pub async fn post_versioned(&self, path: &str, session: &Session, body: &str, version: &str) -> Reply {
+        let resp = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("Cookie", &session.cookie)
+            .header("X-CSRF-Token", &session.csrf)
+            .header("X-Config-Version", version)
+            .header("Content-Type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        reply(resp).await
+    }
+
     /// POST /login with `token`.
     pub async fn login(&self, token: &str) -> Reply {
         let resp = self
@@ -277,6 +293,12 @@ pub fn editor_json(html: &str) -> Value {
         .replace("&#39;", "'")
         .replace("&amp;", "&");
     serde_json::from_str(&text).unwrap()
+}
+
+/// The version of the file the plugins page showed (`data-version` of the editor).
+pub fn editor_version(html: &str) -> String {
+    let start = html.find("data-version=\"").expect("the editor's version") + 14;
+    html[start..].split('"').next().unwrap().to_string()
 }
 
 /// The state cell of the inventory row of `id` in `section` (`servers` or `hooks`).

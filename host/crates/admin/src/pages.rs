@@ -126,6 +126,8 @@ fn yes_no(b: bool) -> &'static str {
 /// What the plugins page shows.
 pub struct PluginsPage<'a> {
     pub csrf: &'a str,
+    /// The stored file's version, sent back with a save.
+    pub version: &'a str,
     pub file: &'a str,
     /// The config in force (the defaults when there is no file or it is refused).
     pub config: &'a DeploymentConfig,
@@ -209,7 +211,7 @@ pub fn plugins(p: &PluginsPage) -> String {
          the checkboxes above set <code>enabled</code> here. Every header value shows as <code>[UNCHANGED SECRET]</code>: \
          leave it to keep the stored value (same server id, URL and header name only); type a new value to replace it. \
          A server whose URL changes needs its header values again.</p>\
-         <textarea id=\"config\" spellcheck=\"false\" rows=\"24\">{}</textarea>\
+         <textarea id=\"config\" spellcheck=\"false\" rows=\"24\" data-version=\"{}\">{}</textarea>\
          <p><button type=\"button\" id=\"save\">Save</button> <span id=\"dirty\"></span></p>\
          <div id=\"result\" role=\"status\"></div></section>\
          <section id=\"skills\"><h2>Skills</h2><p>Skills are not part of this file. Install one for every session of a user by \
@@ -217,6 +219,7 @@ pub fn plugins(p: &PluginsPage) -> String {
          carries skills with <code>cst-agent plugins install PATH</code> \
          (<code>docs/extensions.md</code> lists every place skills load from).</p></section>\
          </main></body></html>",
+        esc(p.version),
         esc(p.editor)
     );
     h

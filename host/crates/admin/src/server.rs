@@ -59,6 +59,8 @@ struct AppState {
     sessions: Mutex<HashMap<String, Session>>,
     /// One save at a time.
     save_lock: tokio::sync::Mutex<()>,
+    /// The key of [`AppState::file_version`], random per process.
+    version_key: String,
 }
 
 type Shared = Arc<AppState>;
@@ -69,6 +71,7 @@ pub fn router(opts: Options) -> Router {
         opts,
         sessions: Mutex::new(HashMap::new()),
         save_lock: tokio::sync::Mutex::new(()),
+        version_key: auth::random_hex().unwrap_or_default(),
     });
     Router::new()
         .route("/", get(|| async { Redirect::to("/agent-plugins/") }))
@@ -194,6 +197,21 @@ impl AppState {
         let mut sessions = self.sessions.lock().ok()?;
         sessions.retain(|_, s| s.started.elapsed() < SESSION_LIFETIME);
         sessions.get(&key).cloned().map(|s| (key, s))
+    }
+}
+
+impl AppState {
+    /// A fingerprint of the deployment file's bytes as they are now, sent with the page and back
+    /// with a save: a file changed in between (another admin, a hand edit) is not overwritten by
+    /// an editor that never saw the change. Keyed, so it reveals nothing about the header values
+    /// in the file.
+    fn file_version(&self) -> String {
+        use sha2::Digest;
+        let bytes = std::fs::read(&self.opts.deployment_file).unwrap_or_default();
+        let mut h = sha2::Sha256::new();
+        h.update(self.version_key.as_bytes());
+        h.update(&bytes);
+        hex::encode(h.finalize())
     }
 }
 
@@ -365,8 +383,10 @@ async fn plugins_page(State(state): State<Shared>, headers: HeaderMap) -> Respon
         ),
     };
     let path = state.opts.deployment_file.display().to_string();
+    let version = state.file_version();
     Html(pages::plugins(&pages::PluginsPage {
         csrf: &s.csrf,
+        version: &version,
         file: &path,
         config: &config,
         problems: &problems,
@@ -399,6 +419,14 @@ async fn plugins_save(State(state): State<Shared>, headers: HeaderMap, body: Byt
         return errors(StatusCode::BAD_REQUEST, vec!["(top level): not UTF-8 text".into()]);
     };
     let _one_at_a_time = state.save_lock.lock().await;
+    if let Some(seen) = headers.get("x-config-version").and_then(|v| v.to_str().ok()) {
+        if !auth::same(seen, &state.file_version()) {
+            return errors(
+                StatusCode::CONFLICT,
+                vec!["the deployment file changed since this page was loaded: copy your edits, reload the page and apply them again (nothing was saved)".into()],
+            );
+        }
+    }
     let file = DeploymentFile {
         path: state.opts.deployment_file.clone(),
     };

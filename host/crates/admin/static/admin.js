@@ -24,11 +24,11 @@ function show(result, ok, lines) {
   result.appendChild(ul);
 }
 
-async function post(url, body) {
+async function post(url, body, extra) {
   const r = await fetch(url, {
     method: "POST",
     credentials: "same-origin",
-    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf() },
+    headers: Object.assign({ "Content-Type": "application/json", "X-CSRF-Token": csrf() }, extra || {}),
     body,
   });
   let data = {};
@@ -63,7 +63,9 @@ function pluginsPage() {
   save.addEventListener("click", async () => {
     save.disabled = true;
     try {
-      const { ok, data } = await post("/agent-plugins/save", editor.value);
+      const { ok, data } = await post("/agent-plugins/save", editor.value, {
+        "X-Config-Version": editor.dataset.version || "",
+      });
       if (ok) {
         show(result, true, ["Saved: " + data.servers + " MCP servers, " + data.hooks + " hooks."]);
         window.location.reload();
