@@ -109,6 +109,15 @@ async fn d4_missing_or_wrong_csrf_is_403_and_changes_nothing() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let r = client
+        .post(format!("{}/logout", a.base))
+        .header("Cookie", &admin.cookie)
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body("")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
     assert_eq!(a.file_bytes(), before);
     assert_eq!(a.get("/agent-plugins/", Some(&admin)).await.status, StatusCode::OK);
 }

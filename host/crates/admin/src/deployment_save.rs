@@ -205,6 +205,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
             .map(|m| m.permissions().mode() & 0o7775)
             .unwrap_or(0o644)
     };
+    if !dir.exists() {
+        // The first save on a machine: `/etc/cst-agent/`, readable by every user's agent.
+        let mut b = std::fs::DirBuilder::new();
+        b.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o755);
+        b.create(dir)
+            .map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    }
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -305,14 +314,19 @@ mod tests {
         assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
         assert_eq!(std::fs::read(&real).unwrap(), b"new");
         assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o640);
-        // A new file is 0644; a world-writable one loses o+w.
-        let fresh = dir.path().join("fresh.json");
+        // A new file is 0644 (its folder made when missing); a world-writable one loses o+w.
+        let fresh = dir.path().join("etc").join("fresh.json");
         write_atomic(&fresh, b"x").unwrap();
         assert_eq!(std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777, 0o644);
         std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o666)).unwrap();
         write_atomic(&fresh, b"y").unwrap();
         assert_eq!(std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777, 0o664);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3, "no temp file left");
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("etc")).unwrap().count(),
+            1,
+            "no temp file left"
+        );
     }
 
     #[test]

@@ -329,6 +329,8 @@ async fn login(State(state): State<Shared>, Form(form): Form<LoginForm>) -> Resp
 
 #[derive(Deserialize)]
 struct LogoutForm {
+    /// Missing: refused by the CSRF check (403), like a wrong one.
+    #[serde(default)]
     csrf: String,
 }
 
