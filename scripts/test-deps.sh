@@ -17,6 +17,17 @@ if ! command -v tmux >/dev/null && command -v apt-get >/dev/null; then
   apt-get update -qq && apt-get install -y -qq --no-install-recommends tmux >/dev/null
 fi
 
+# Chromium and playwright-core: the admin page's browser test (host/tests/admin_browser.rs).
+# Debian's chromium, not playwright's own download; playwright-core into target/ (never committed).
+if [ "$(uname -s)" = Linux ] && [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+BROWSER_PEERS=target/browser-peers
+if [ ! -d "$BROWSER_PEERS/node_modules/playwright-core" ]; then
+  mkdir -p "$BROWSER_PEERS"
+  npm install --silent --no-audit --no-fund --prefix "$BROWSER_PEERS" playwright-core@1.65.1
+fi
+
 # Third-party MCP servers for the MCP tests (M*), installed into target/ (never committed).
 PEERS=target/mcp-peers
 mkdir -p "$PEERS"

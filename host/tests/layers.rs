@@ -14,6 +14,8 @@ const LAYERS: &[(&str, &str)] = &[
     ("cst-extensions", "crates/extensions"),
     ("cst-core", "crates/core"),
     ("cst-tui", "crates/tui"),
+    // A front end beside the TUI: it may use protocol and config, nothing above (checked below).
+    ("cst-admin", "crates/admin"),
     ("cst-agent", "."),
 ];
 
@@ -160,4 +162,15 @@ fn the_cycle_finder_finds_one() {
     assert_eq!(find_cycle(&g), None);
     g.entry("c".into()).or_default().insert("a".into());
     assert_eq!(find_cycle(&g).map(|c| c.len()), Some(4));
+}
+
+#[test]
+fn the_admin_front_end_uses_only_protocol_and_config() {
+    // It edits config files; it never builds a session, so core and extensions are not its to use.
+    for dep in our_dependencies(&host().join("crates/admin/Cargo.toml")) {
+        assert!(
+            dep == "cst-protocol" || dep == "cst-config",
+            "cst-admin depends on {dep}"
+        );
+    }
 }

@@ -1,5 +1,6 @@
 //! The `cst-agent` command line: a thin client of the library.
 
+pub mod admin;
 pub mod agents;
 pub mod deployment;
 pub mod exec;
@@ -68,6 +69,9 @@ pub enum Command {
     /// The administrator's deployment config: check a file, show the installed one.
     #[command(subcommand)]
     Deployment(deployment::DeploymentCmd),
+    /// The admin pages: the deployment config's inventory and editor, the settings page.
+    #[command(subcommand)]
+    Admin(admin::AdminCmd),
     /// Print a shell completion script: `cst-agent completions bash > ~/.local/share/bash-completion/completions/cst-agent`.
     Completions {
         #[arg(value_enum)]
@@ -150,6 +154,7 @@ pub async fn run(cli: Cli) -> i32 {
             | Command::Agents(_)
             | Command::Status
             | Command::Deployment(_)
+            | Command::Admin(_)
             | Command::Completions { .. },
         ) => false,
     };
@@ -170,6 +175,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Agents(cmd) => agents::run(&cli, cmd),
         Command::Status => status::run(&cli),
         Command::Deployment(cmd) => deployment::run(cmd),
+        Command::Admin(cmd) => admin::run(cmd).await,
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "cst-agent", &mut std::io::stdout());
