@@ -14,6 +14,7 @@ const LAYERS: &[(&str, &str)] = &[
     ("cst-extensions", "crates/extensions"),
     ("cst-core", "crates/core"),
     ("cst-tui", "crates/tui"),
+    ("cst-mcp-serve", "crates/mcp-serve"),
     ("cst-agent", "."),
 ];
 
