@@ -61,10 +61,13 @@ pub async fn load(opts: ServeOptions) -> (Arc<Offer>, Vec<Diagnostic>) {
 pub async fn serve_stdio(offer: Arc<Offer>) -> Result<(), String> {
     let watch = tokio::spawn(offer.clone().watch_plugins(PLUGIN_POLL));
     let result = async {
-        let running = ServeHandler { offer }
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| format!("MCP handshake on stdin/stdout failed: {e}"))?;
+        let handler = ServeHandler { offer };
+        let running = match handler.serve(rmcp::transport::stdio()).await {
+            Ok(r) => r,
+            // stdin closed before a client said anything: nothing to serve, not an error.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(e) => return Err(format!("MCP handshake on stdin/stdout failed: {e}")),
+        };
         running
             .waiting()
             .await
