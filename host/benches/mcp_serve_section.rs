@@ -28,7 +28,11 @@ pub fn run() {
     };
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let Ok(tmp) = tempfile::tempdir() else { return };
-    let (config, cache, ws) = (tmp.path().join("config"), tmp.path().join("cache"), tmp.path().join("ws"));
+    let (config, cache, ws) = (
+        tmp.path().join("config"),
+        tmp.path().join("cache"),
+        tmp.path().join("ws"),
+    );
     for d in [&config, &cache, &ws] {
         let _ = std::fs::create_dir_all(d);
     }
@@ -58,7 +62,10 @@ pub fn run() {
             json!({"command": python, "args": [root.join("tests/mcp-serve/text_stats_server.py"), ws]}),
         );
     } else {
-        eprintln!("mcp-serve bench: {} missing; the Python row is skipped", python.display());
+        eprintln!(
+            "mcp-serve bench: {} missing; the Python row is skipped",
+            python.display()
+        );
     }
     rt.block_on(async {
         let registry = Arc::new(Registry::new());

@@ -99,8 +99,8 @@ fn drive(env: &Env, args: &[&str], install: Option<&str>) -> (Value, String) {
     let out = c.output().expect("run drive.py");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "drive.py {args:?} failed:\n{stderr}");
-    let report = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("drive.py printed no report ({e}):\n{stderr}"));
+    let report =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("drive.py printed no report ({e}):\n{stderr}"));
     (report, stderr)
 }
 
@@ -134,7 +134,10 @@ fn check_common(r: &Value, stderr: &str) {
     assert_eq!(r["failing"]["is_error"], true);
     assert!(r["failing"]["text"].as_str().unwrap().contains("missing.txt"), "{r}");
     assert_eq!(r["invalid"]["is_error"], true);
-    assert!(r["invalid"]["text"].as_str().unwrap().contains("invalid arguments"), "{r}");
+    assert!(
+        r["invalid"]["text"].as_str().unwrap().contains("invalid arguments"),
+        "{r}"
+    );
     assert!(r["unknown"]["error"].as_str().unwrap().contains("unknown tool"), "{r}");
     // Attacks: a path outside the workspace is not reachable from a component.
     assert_eq!(r["outside_workspace"]["is_error"], true, "{r}");
@@ -179,7 +182,11 @@ fn stdio_both_eras_with_the_python_sdk() {
         assert_eq!(r["wasm_write_outside"]["is_error"], true, "{r}");
         let late_tool = late.replace('-', "_");
         assert!(
-            r["tools_after_install"].as_array().unwrap().iter().any(|t| t == &json!(late_tool)),
+            r["tools_after_install"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t == &json!(late_tool)),
             "{r}"
         );
     }
@@ -187,7 +194,10 @@ fn stdio_both_eras_with_the_python_sdk() {
     assert!(!env.tmp.path().join("escaped.txt").exists());
     // The cancelled command never got to leave its file (it would have after 3 s).
     std::thread::sleep(Duration::from_secs(4));
-    assert!(!env.ws().join("marker-ran.txt").exists(), "the cancelled command ran on");
+    assert!(
+        !env.ws().join("marker-ran.txt").exists(),
+        "the cancelled command ran on"
+    );
 }
 
 /// A running `mcp serve --http`, its stderr collected; killed on drop.
@@ -272,7 +282,10 @@ fn http_both_eras_pages_and_write_confined_to_the_workspace() {
         // is a private one, gone with the call).
         if cst_agent::sandbox::available() {
             assert!(r["outside_allow"].get("error").is_none(), "{r}");
-            assert!(!env.tmp.path().join("outside.txt").exists(), "a write escaped the workspace");
+            assert!(
+                !env.tmp.path().join("outside.txt").exists(),
+                "a write escaped the workspace"
+            );
         }
         // A component granted only workspace-read writes nothing, inside or out.
         assert_eq!(r["wasm_write_outside"]["is_error"], true, "{r}");
@@ -284,7 +297,11 @@ fn http_both_eras_pages_and_write_confined_to_the_workspace() {
 fn inspector_cli_lists_the_tools() {
     let env = setup();
     let inspector = clients().join("node_modules/.bin/mcp-inspector");
-    assert!(inspector.is_file(), "{} is missing: run scripts/test-deps.sh", inspector.display());
+    assert!(
+        inspector.is_file(),
+        "{} is missing: run scripts/test-deps.sh",
+        inspector.display()
+    );
     let home = env.tmp.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let out = Command::new(&inspector)
@@ -298,7 +315,11 @@ fn inspector_cli_lists_the_tools() {
         .output()
         .expect("run the inspector");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let listed: Value = serde_json::from_str(&stdout).unwrap();
     let names: Vec<&str> = listed["tools"]
         .as_array()
@@ -340,4 +361,76 @@ fn exits_on_stdin_eof() {
     let out = env.std_cmd(&["mcp", "serve"]).stdin(Stdio::null()).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stdout.is_empty(), "stdout is only for the protocol");
+}
+
+/// One `tools/call` over stdio, as raw JSON-RPC after a legacy `initialize`; the result.
+fn call_once(mut cmd: Command, tool: &str, args: Value) -> Value {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start mcp serve");
+    let mut stdin = child.stdin.take().unwrap();
+    for msg in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+               "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": args}}),
+    ] {
+        writeln!(stdin, "{msg}").unwrap();
+    }
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut result = Value::Null;
+    for line in stdout.lines().map_while(Result::ok) {
+        let v: Value = serde_json::from_str(&line).expect("stdout is JSON-RPC only");
+        if v["id"] == 2 {
+            result = v["result"].clone();
+            break;
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+    result
+}
+
+/// D14, D17: the deployment's tool hooks fire for calls served here as for the agent's: a
+/// required `before_tool` hook that fails refuses the call; `after_tool` audits it.
+#[test]
+fn deployment_hooks_fire_for_served_calls() {
+    let env = setup();
+    let deployment = env.tmp.path().join("deployment.json");
+    let audit = env.tmp.path().join("audit.jsonl");
+    let args = json!({"paths": ["notes.txt"]});
+    std::fs::write(
+        &deployment,
+        json!({"version": 1, "hooks": [
+            {"id": "policy", "event": "before_tool", "kind": "command", "argv": ["sh", "-c", "echo no tools today; exit 3"], "required": true}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let mut cmd = env.std_cmd(&["mcp", "serve"]);
+    cmd.env("CST_DEPLOYMENT_FILE", &deployment);
+    let r = call_once(cmd, "text_stats", args.clone());
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("the required before_tool hook `policy` failed") && text.contains("no tools today"),
+        "{text}"
+    );
+
+    std::fs::write(
+        &deployment,
+        json!({"version": 1, "hooks": [{"id": "record", "event": "after_tool", "kind": "audit"}]}).to_string(),
+    )
+    .unwrap();
+    let mut cmd = env.std_cmd(&["mcp", "serve"]);
+    cmd.env("CST_DEPLOYMENT_FILE", &deployment).env("CST_AUDIT_LOG", &audit);
+    let r = call_once(cmd, "text_stats", args);
+    assert_eq!(r["isError"], false, "{r}");
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&audit).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(line["event"], "after_tool", "{line}");
+    assert_eq!(line["tool"], "text_stats", "{line}");
 }

@@ -140,7 +140,8 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> i32 {
         );
         return exit::USAGE;
     }
-    let profile = match super::deployment::permission_profile() {
+    // The deployment's permission profile and hooks, as a session gets them (fails closed).
+    let (hooks, profile) = match super::deployment::session_settings() {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {}", super::redact(&e));
@@ -154,6 +155,7 @@ async fn serve(cli: &Cli, args: &ServeArgs) -> i32 {
         },
         allow,
         profile,
+        hooks,
         page_size: args.page_size,
     };
     let (offer, warnings) = cst_mcp_serve::load(opts).await;

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::gate::allow_text;
 use crate::offer::{to_tool, Offer};
+use cst_protocol::Outcome;
 use cst_registry::{CallError, ToolContext};
 
 #[derive(Clone)]
@@ -28,14 +29,19 @@ fn error_result(text: String) -> CallToolResponse {
 
 impl ServerHandler for ServeHandler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-            .with_server_info(Implementation::new("cst-agent", env!("CARGO_PKG_VERSION")))
-            .with_instructions(format!(
-                "Plugin tools of cst-agent (wasm components and plugin commands) and its `skill` tool. \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("cst-agent", env!("CARGO_PKG_VERSION")))
+        .with_instructions(format!(
+            "Plugin tools of cst-agent (wasm components and plugin commands) and its `skill` tool. \
                  They work in the folder {} and only {} tools are offered.",
-                self.offer.workspace.display(),
-                allow_text(&self.offer.policy.allow)
-            ))
+            self.offer.workspace.display(),
+            allow_text(&self.offer.policy.allow)
+        ))
     }
 
     async fn list_tools(
@@ -55,7 +61,11 @@ impl ServerHandler for ServeHandler {
             .collect();
         let more = tools.len() > self.offer.page_size;
         let page: Vec<Tool> = tools.into_iter().take(self.offer.page_size).collect();
-        let next = if more { page.last().map(|t| t.name.to_string()) } else { None };
+        let next = if more {
+            page.last().map(|t| t.name.to_string())
+        } else {
+            None
+        };
         let mut result = ListToolsResult::with_all_items(page);
         result.next_cursor = next;
         Ok(result)
@@ -80,19 +90,41 @@ impl ServerHandler for ServeHandler {
         // `notifications/cancelled` (or the client going away) cancels this token: the registry
         // stops the call (the wasm store is dropped, a command's process group killed).
         ctx.cancel = cx.ct.clone();
-        ctx.gate = Some(Arc::new(self.offer.policy.clone()));
-        match self.offer.registry.call(&name, args, &ctx).await {
-            Ok(text) => Ok(CallToolResult::success(vec![ContentBlock::text(cst_config::secrets::redact(&text))]).into()),
-            Err(CallError::UnknownTool(_)) => Err(McpError::invalid_params(format!("unknown tool `{name}`"), None)),
+        ctx.gate = Some(self.offer.gate.clone());
+        let cancel = ctx.cancel.clone();
+        let result = self.offer.registry.call(&name, args.clone(), &ctx).await;
+        let (outcome, ran) = match &result {
+            Ok(_) => (Outcome::Ok, true),
+            Err(CallError::Failed { .. }) => (Outcome::Error, true),
+            Err(CallError::TimedOut { .. }) => (Outcome::TimedOut, true),
+            Err(CallError::Denied { .. }) => (Outcome::Denied, false),
+            Err(CallError::Cancelled(_)) => (Outcome::Cancelled, false),
+            Err(_) => (Outcome::Error, false),
+        };
+        let mut response = match result {
+            Ok(text) => CallToolResult::success(vec![ContentBlock::text(cst_config::secrets::redact(&text))]).into(),
+            Err(CallError::UnknownTool(_)) => {
+                return Err(McpError::invalid_params(format!("unknown tool `{name}`"), None))
+            }
             Err(CallError::Cancelled(_)) => {
                 tracing::info!("call to `{name}` cancelled by the client");
-                Ok(error_result(format!("call to `{name}` cancelled")))
+                error_result(format!("call to `{name}` cancelled"))
             }
-            Err(e @ CallError::Failed { exit_code: Some(code), .. }) => {
-                Ok(error_result(format!("{e}\n(exit code {code})")))
+            Err(
+                e @ CallError::Failed {
+                    exit_code: Some(code), ..
+                },
+            ) => error_result(format!("{e}\n(exit code {code})")),
+            Err(e) => error_result(e.to_string()),
+        };
+        // As in the agent: after a call the tool ran, `after_write` / `after_tool`; a required
+        // failure turns the result into an error.
+        if let (Some(hooks), true) = (&self.offer.hooks, ran) {
+            if let Err(f) = hooks.after_call(&name, Some(spec.perm), &args, outcome, &cancel).await {
+                response = error_result(f.to_string());
             }
-            Err(e) => Ok(error_result(e.to_string())),
         }
+        Ok(response)
     }
 
     /// A handshake-era client: `notifications/tools/list_changed` on this connection until it

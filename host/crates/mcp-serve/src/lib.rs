@@ -37,6 +37,8 @@ pub struct ServeOptions {
     pub load: LoadOptions,
     pub allow: BTreeSet<Perm>,
     pub profile: PermissionProfile,
+    /// The deployment's hooks: calls served here fire the tool events as the agent's do.
+    pub hooks: cst_core::hooks::HookSettings,
     pub page_size: usize,
 }
 
@@ -53,7 +55,7 @@ pub async fn load(opts: ServeOptions) -> (Arc<Offer>, Vec<Diagnostic>) {
         allow: opts.allow,
         profile: opts.profile,
     };
-    let offer = Arc::new(Offer::new(opts.load, loaded, policy, opts.page_size));
+    let offer = Arc::new(Offer::new(opts.load, loaded, policy, opts.hooks, opts.page_size));
     (offer, warnings)
 }
 

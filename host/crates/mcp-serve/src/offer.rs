@@ -10,13 +10,19 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::gate::ServePolicy;
+use cst_core::hooks::{HookGate, HookSettings, SessionHooks};
 use cst_extensions::discovery::{self, LoadOptions, Loaded};
-use cst_registry::{Perm, Registry, ToolSpec};
+use cst_registry::{Perm, PermissionGate, Registry, ToolSpec};
 
 /// The loaded extensions and what follows them; shared by every client of one server.
 pub struct Offer {
     pub registry: Arc<Registry>,
     pub policy: ServePolicy,
+    /// The registry's gate for every call: the policy, then the deployment's `before_tool` /
+    /// `before_write` hooks when it has any.
+    pub gate: Arc<dyn PermissionGate>,
+    /// The deployment's hooks (D14), for `after_tool` / `after_write`.
+    pub hooks: Option<Arc<SessionHooks>>,
     pub workspace: PathBuf,
     pub page_size: usize,
     opts: LoadOptions,
@@ -26,10 +32,21 @@ pub struct Offer {
 }
 
 impl Offer {
-    pub fn new(opts: LoadOptions, loaded: Loaded, policy: ServePolicy, page_size: usize) -> Self {
+    pub fn new(opts: LoadOptions, loaded: Loaded, policy: ServePolicy, hooks: HookSettings, page_size: usize) -> Self {
+        let hooks = (!hooks.is_empty()).then(|| {
+            let run_id = format!("mcp-serve-{}", std::process::id());
+            Arc::new(SessionHooks::outside_session(hooks, &run_id, opts.workspace.clone()))
+        });
+        let policy_gate: Arc<dyn PermissionGate> = Arc::new(policy.clone());
+        let gate = match &hooks {
+            Some(h) => Arc::new(HookGate::new(policy_gate, h.clone())),
+            None => policy_gate,
+        };
         Self {
             registry: loaded.registry.clone(),
             policy,
+            gate,
+            hooks,
             workspace: opts.workspace.clone(),
             page_size: page_size.max(1),
             opts,
@@ -101,7 +118,14 @@ impl Offer {
 fn signature(specs: &[ToolSpec]) -> Vec<(String, String, String, Perm)> {
     specs
         .iter()
-        .map(|s| (s.name.clone(), s.description.clone(), s.input_schema.to_string(), s.perm))
+        .map(|s| {
+            (
+                s.name.clone(),
+                s.description.clone(),
+                s.input_schema.to_string(),
+                s.perm,
+            )
+        })
         .collect()
 }
 
