@@ -434,3 +434,31 @@ fn deployment_hooks_fire_for_served_calls() {
     assert_eq!(line["event"], "after_tool", "{line}");
     assert_eq!(line["tool"], "text_stats", "{line}");
 }
+
+/// D2: the deployment's permission profile comes before `--allow`: under `read_only`, a write
+/// tool is refused even with `--allow all`.
+#[test]
+fn d2_the_permission_profile_outranks_allow() {
+    let env = setup();
+    std::fs::write(
+        env.config().join("cst-agent/settings.json"),
+        json!({"permission_profile": "read_only"}).to_string(),
+    )
+    .unwrap();
+    let r = call_once(
+        env.std_cmd(&["mcp", "serve", "--allow", "all"]),
+        "write_outside",
+        json!({}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("permission profile `read_only`"), "{text}");
+    assert!(!env.tmp.path().join("outside.txt").exists());
+    // Reads still run.
+    let r = call_once(
+        env.std_cmd(&["mcp", "serve", "--allow", "all"]),
+        "text_stats",
+        json!({"paths": ["notes.txt"]}),
+    );
+    assert_eq!(r["isError"], false, "{r}");
+}
