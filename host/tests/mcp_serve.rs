@@ -293,6 +293,49 @@ fn http_both_eras_pages_and_write_confined_to_the_workspace() {
     }
 }
 
+/// The status line of a raw `initialize` POST to `url` with `headers`.
+fn post_status(url: &str, headers: &str) -> String {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+                      "capabilities": {}, "clientInfo": {"name": "web", "version": "1"}}})
+    .to_string();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// A web page cannot use the tools: a request with a browser's `Origin`, or a `Host` that is
+/// not a loopback name (DNS rebinding), is refused; a plain client is served.
+#[test]
+fn http_refuses_web_pages_and_foreign_hosts() {
+    let env = Env::new();
+    let server = HttpServer::start(&env, &[]);
+    let host = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let ok = post_status(&server.url, &format!("Host: {host}\r\n"));
+    assert!(ok.contains(" 200"), "{ok}");
+    let web = post_status(&server.url, &format!("Host: {host}\r\nOrigin: http://evil.example\r\n"));
+    assert!(web.contains(" 403"), "{web}");
+    let rebound = post_status(&server.url, "Host: evil.example\r\n");
+    assert!(rebound.contains(" 403"), "{rebound}");
+}
+
 #[test]
 fn inspector_cli_lists_the_tools() {
     let env = setup();

@@ -100,7 +100,8 @@ pub async fn serve_http(offer: Arc<Offer>, addr: SocketAddr, ready: impl FnOnce(
     let bound = listener.local_addr().map_err(|e| format!("--http {addr}: {e}"))?;
     let ct = tokio_util::sync::CancellationToken::new();
     let factory_offer = offer.clone();
-    // rmcp's default config keeps the Host check to loopback names (DNS rebinding).
+    // rmcp's default config keeps the Host check to loopback names (DNS rebinding); any
+    // request carrying an `Origin` (a web page's) is refused too: MCP clients send none.
     let service = StreamableHttpService::new(
         move || {
             Ok(ServeHandler {
@@ -108,7 +109,9 @@ pub async fn serve_http(offer: Arc<Offer>, addr: SocketAddr, ready: impl FnOnce(
             })
         },
         Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token()),
+        StreamableHttpServerConfig::default()
+            .enforce_origin_validation()
+            .with_cancellation_token(ct.child_token()),
     );
     let app = axum::Router::new().nest_service("/mcp", service);
     let watch = tokio::spawn(offer.watch_plugins(PLUGIN_POLL));
