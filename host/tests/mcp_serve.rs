@@ -291,6 +291,9 @@ fn http_both_eras_pages_and_write_confined_to_the_workspace() {
         assert_eq!(r["wasm_write_outside"]["is_error"], true, "{r}");
         assert!(!env.tmp.path().join("escaped.txt").exists());
     }
+    // The server still runs: a cancelled command would have left its file after 3 s.
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(!env.ws().join("marker-ran.txt").exists(), "the cancelled command ran on");
 }
 
 /// The status line of a raw `initialize` POST to `url` with `headers`.
