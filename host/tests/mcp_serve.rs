@@ -130,6 +130,16 @@ fn check_common(r: &Value, stderr: &str) {
     // A command tool's: the arguments as JSON on stdin, upper-cased.
     assert_eq!(r["command"]["is_error"], false, "{r}");
     assert!(r["command"]["text"].as_str().unwrap().contains("QUIET PLEASE"), "{r}");
+    // The `skill` tool names the skills (the client has no index of ours) and loads one.
+    assert!(
+        r["skill_description"]
+            .as_str()
+            .unwrap()
+            .contains("- greeting: How to greet."),
+        "{r}"
+    );
+    assert_eq!(r["skill"]["is_error"], false, "{r}");
+    assert!(r["skill"]["text"].as_str().unwrap().contains("Say hello."), "{r}");
     // A failing call and invalid arguments are tool errors the client reads.
     assert_eq!(r["failing"]["is_error"], true);
     assert!(r["failing"]["text"].as_str().unwrap().contains("missing.txt"), "{r}");
@@ -293,7 +303,10 @@ fn http_both_eras_pages_and_write_confined_to_the_workspace() {
     }
     // The server still runs: a cancelled command would have left its file after 3 s.
     std::thread::sleep(Duration::from_secs(4));
-    assert!(!env.ws().join("marker-ran.txt").exists(), "the cancelled command ran on");
+    assert!(
+        !env.ws().join("marker-ran.txt").exists(),
+        "the cancelled command ran on"
+    );
 }
 
 /// The status line of a raw `initialize` POST to `url` with `headers`.

@@ -68,6 +68,8 @@ async def main():
             pages += 1
             for t in page.tools:
                 ann = t.annotations
+                if t.name == "skill":
+                    report["skill_description"] = t.description
                 tools[t.name] = {
                     "readOnlyHint": ann.read_only_hint if ann else None,
                     "destructiveHint": ann.destructive_hint if ann else None,
@@ -79,6 +81,7 @@ async def main():
 
         report["wasm"] = await call(client, "text_stats", {"paths": ["notes.txt"]})
         report["command"] = await call(client, "shout", {"text": "quiet please"})
+        report["skill"] = await call(client, "skill", {"name": "greeting"})
         report["failing"] = await call(client, "text_stats", {"paths": ["missing.txt"]})
         report["invalid"] = await call(client, "text_stats", {"paths": "notes.txt"})
         report["unknown"] = await call(client, "no_such_tool", {})

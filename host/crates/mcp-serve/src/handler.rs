@@ -15,8 +15,9 @@ use serde_json::Value;
 
 use crate::gate::allow_text;
 use crate::offer::{to_tool, Offer};
+use cst_extensions::skills::SKILL_TOOL;
 use cst_protocol::Outcome;
-use cst_registry::{CallError, ToolContext};
+use cst_registry::{CallError, SourceKind, ToolContext};
 
 #[derive(Clone)]
 pub struct ServeHandler {
@@ -52,12 +53,16 @@ impl ServerHandler for ServeHandler {
         // The cursor is the name of the last tool of the previous page: a page stays right when a
         // plugin is installed or removed between two pages.
         let after = request.and_then(|r| r.cursor);
+        let index = self.offer.skill_index();
         let tools: Vec<Tool> = self
             .offer
             .specs()
             .iter()
             .filter(|s| after.as_deref().is_none_or(|a| s.name.as_str() > a))
-            .map(to_tool)
+            .map(|s| {
+                let is_skill = s.name == SKILL_TOOL && s.source.kind == SourceKind::Builtin;
+                to_tool(s, if is_skill { &index } else { "" })
+            })
             .collect();
         let more = tools.len() > self.offer.page_size;
         let page: Vec<Tool> = tools.into_iter().take(self.offer.page_size).collect();

@@ -64,6 +64,17 @@ impl Offer {
             .collect()
     }
 
+    /// The skills index (`- name: description` lines) the `skill` tool's description carries: an
+    /// MCP client has no system prompt of ours to find the names in.
+    pub fn skill_index(&self) -> String {
+        self.loaded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .skill_index
+            .text
+            .clone()
+    }
+
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
     }
@@ -159,7 +170,8 @@ fn stamp(p: &Path) -> Stamp {
 
 /// One registry tool as an MCP tool. The annotations come from the permission category; the
 /// clients treat them as hints, the policy is what holds.
-pub fn to_tool(spec: &ToolSpec) -> Tool {
+/// `skills`: the index the `skill` tool lists (empty for other tools).
+pub fn to_tool(spec: &ToolSpec, skills: &str) -> Tool {
     let schema: JsonObject = match &spec.input_schema {
         Value::Object(m) => m.clone(),
         _ => JsonObject::new(),
@@ -168,5 +180,10 @@ pub fn to_tool(spec: &ToolSpec) -> Tool {
         .read_only(spec.perm == Perm::Read)
         .destructive(matches!(spec.perm, Perm::Write | Perm::Shell))
         .open_world(matches!(spec.perm, Perm::Net | Perm::Shell));
-    Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema)).annotate(annotations)
+    let description = if skills.trim().is_empty() {
+        spec.description.clone()
+    } else {
+        format!("{}\n\nSkills:\n{}", spec.description, skills.trim_end())
+    };
+    Tool::new(spec.name.clone(), description, Arc::new(schema)).annotate(annotations)
 }
