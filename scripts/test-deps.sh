@@ -39,6 +39,19 @@ if [ ! -x "$PEERS/venv/bin/mcp-server-time" ]; then
   "$PEERS/venv/bin/pip" install -q mcp-server-time
 fi
 
+# MCP clients that drive `cst-agent mcp serve` (host/tests/mcp_serve.rs) and the Python MCP
+# server of its benchmark: the Python SDK, pinned to 2.3, in a venv of its own, and the MCP
+# inspector's CLI.
+CLIENTS=target/mcp-clients
+mkdir -p "$CLIENTS"
+if [ ! -x "$CLIENTS/venv/bin/python" ] || ! "$CLIENTS/venv/bin/python" -c 'import mcp' 2>/dev/null; then
+  python3 -m venv "$CLIENTS/venv"
+  "$CLIENTS/venv/bin/pip" install -q 'mcp==2.3.*'
+fi
+if [ ! -x "$CLIENTS/node_modules/.bin/mcp-inspector" ]; then
+  npm install --silent --no-audit --no-fund --prefix "$CLIENTS" @modelcontextprotocol/inspector@2.12.0
+fi
+
 # The Python shim with componentize-py, for the Python example's wasm build (issue 7).
 PYVENV=target/py-venv
 if [ ! -x "$PYVENV/bin/componentize-py" ]; then

@@ -4,6 +4,7 @@
 mod core_section;
 mod ext_section;
 mod mcp_section;
+mod mcp_serve_section;
 mod python_section;
 mod wasm_section;
 
@@ -48,7 +49,7 @@ pub fn fmt(d: Duration) -> String {
 
 fn main() {
     // `cargo bench --bench tools -- core mcp` runs only the named sections (wasm, python, ext, mcp,
-    // core, apis); `cargo bench` itself passes `--bench`, which is not a section.
+    // mcp-serve, core, apis); `cargo bench` itself passes `--bench`, which is not a section.
     let wanted: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let on = |name: &str| wanted.is_empty() || wanted.iter().any(|w| w == name);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -72,6 +73,9 @@ fn main() {
     }
     if on("mcp") {
         mcp_section::run();
+    }
+    if on("mcp-serve") {
+        mcp_serve_section::run();
     }
     if on("core") {
         core_section::run();

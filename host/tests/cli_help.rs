@@ -38,6 +38,7 @@ fn help_texts_carry_no_rule_ids() {
         &["plugins", "untrust"],
         &["mcp"],
         &["mcp", "list"],
+        &["mcp", "serve"],
         &["agents"],
         &["agents", "list"],
         &["agents", "transcripts"],

@@ -16,6 +16,7 @@ const LAYERS: &[(&str, &str)] = &[
     ("cst-tui", "crates/tui"),
     // A front end beside the TUI: it may use protocol and config, nothing above (checked below).
     ("cst-admin", "crates/admin"),
+    ("cst-mcp-serve", "crates/mcp-serve"),
     ("cst-agent", "."),
 ];
 

@@ -166,6 +166,23 @@ impl SessionHooks {
         }
     }
 
+    /// Hooks for tool calls made outside a session (`mcp serve`): a [`HookGate`] fires
+    /// `before_tool` / `before_write`, the front end [`Self::after_call`]. `run_id` stands for the
+    /// session id in payloads and audit records. A command hook is sandboxed as in `auto` mode;
+    /// a non-required failure is a `tracing` warning (no session to show an event).
+    pub fn outside_session(settings: HookSettings, run_id: &str, workspace: PathBuf) -> Self {
+        let gate = Arc::new(ApprovalGate::new(crate::approvals::ApprovalMode::Auto, true, None));
+        Self::new(
+            settings,
+            run_id,
+            workspace,
+            gate,
+            EventBus::new(None),
+            Redactor::new(Vec::new()),
+            Arc::new(Mutex::new(CancellationToken::new())),
+        )
+    }
+
     fn current_cancel(&self) -> CancellationToken {
         self.turn_cancel.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
