@@ -3,7 +3,7 @@
 //! replaced atomically. Nothing here contacts a server or runs a command: saving is text in, text
 //! out.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use cst_config::deployment::{self, DeploymentConfig, MASK};
@@ -198,13 +198,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or_else(|| Path::new("."));
     #[cfg(unix)]
-    let mode = {
+    let mode = Some({
         use std::os::unix::fs::PermissionsExt;
         // Never world-writable: the loader would refuse the file.
         std::fs::metadata(path)
             .map(|m| m.permissions().mode() & 0o7775)
             .unwrap_or(0o644)
-    };
+    });
+    #[cfg(not(unix))]
+    let mode = None;
     if !dir.exists() {
         // The first save on a machine: `/etc/cst-agent/`, readable by every user's agent.
         let mut b = std::fs::DirBuilder::new();
@@ -214,38 +216,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
         b.create(dir)
             .map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
     }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let suffix = crate::auth::random_hex()?;
-    let tmp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), &suffix[..16]));
-    let result = (|| -> std::io::Result<()> {
-        let mut o = std::fs::OpenOptions::new();
-        o.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut o, mode);
-        let mut f = o.open(&tmp)?;
-        // The umask may have cut the mode: set it exactly.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        }
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, path)?;
-        #[cfg(unix)]
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("{}: cannot write: {e}", path.display())
-    })
+    cst_config::fs::replace_atomically(path, bytes, mode).map_err(|e| format!("{}: cannot write: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 pub mod capabilities;
 pub mod config_dir;
 pub mod deployment;
-mod fs;
+pub mod fs;
 pub mod host_files;
 mod mcp_source;
 mod profile;

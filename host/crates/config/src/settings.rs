@@ -7,7 +7,6 @@
 //! - a broken file is reported with its path and line and is never overwritten: every write
 //!   re-reads the file first and refuses when it does not parse.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -96,28 +95,8 @@ impl Settings {
         let mut text = serde_json::to_string_pretty(&Value::Object(self.values.clone()))
             .map_err(|e| err(format!("{}: cannot encode settings: {e}", path.display())))?;
         text.push('\n');
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let tmp = dir.join(format!(".settings.json.{}.{nanos}.tmp", std::process::id()));
-        let result = (|| -> std::io::Result<()> {
-            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-            drop(f);
-            std::fs::rename(&tmp, path)?;
-            // Make the rename itself durable where the platform allows syncing a folder.
-            #[cfg(unix)]
-            if let Ok(d) = std::fs::File::open(dir) {
-                let _ = d.sync_all();
-            }
-            Ok(())
-        })();
-        if let Err(e) = result {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(err(format!("{}: cannot write settings: {e}", path.display())));
-        }
+        crate::fs::replace_atomically(path, text.as_bytes(), None)
+            .map_err(|e| err(format!("{}: cannot write settings: {e}", path.display())))?;
         Ok(())
     }
 
