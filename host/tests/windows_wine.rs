@@ -94,7 +94,7 @@ impl Env {
     }
 
     fn run(&self, args: &[&str]) -> Run {
-        Run::of(self.cmd(args).output().expect("start cst-agent.exe"))
+        Run::within(&mut self.cmd(args))
     }
 
     fn install(&self, dir: &Path) {
@@ -123,7 +123,67 @@ struct Run {
     err: String,
 }
 
+/// How long one host run may take. A run that outlives it failed: e.g. a server's child that
+/// escaped the Job Object holds the host's pipes, and the host never ends.
+const RUN_DEADLINE: Duration = Duration::from_secs(120);
+
 impl Run {
+    /// Run `cmd` to its end, within [`RUN_DEADLINE`]; its output is read until the process ends
+    /// and its pipes close (a process still holding them fails the run too).
+    fn within(cmd: &mut Command) -> Self {
+        use std::io::Read;
+        use std::process::Stdio;
+        use std::sync::mpsc;
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start cst-agent.exe");
+        let (tx, rx) = mpsc::channel();
+        for (i, pipe) in [
+            child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let tx = tx.clone();
+            let mut pipe = pipe.expect("piped");
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = pipe.read_to_end(&mut buf);
+                let _ = tx.send((i, buf));
+            });
+        }
+        let end = Instant::now() + RUN_DEADLINE;
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for cst-agent.exe") {
+                break status;
+            }
+            if Instant::now() > end {
+                let _ = child.kill();
+                panic!("{cmd:?} did not end within {} s", RUN_DEADLINE.as_secs());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut streams = [Vec::new(), Vec::new()];
+        for _ in 0..2 {
+            let left = end
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_secs(5));
+            let (i, buf) = rx
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("{cmd:?} ended but something still holds its output pipes"));
+            streams[i] = buf;
+        }
+        Run::of(Output {
+            status,
+            stdout: std::mem::take(&mut streams[0]),
+            stderr: std::mem::take(&mut streams[1]),
+        })
+    }
+
     fn of(o: Output) -> Self {
         Run {
             code: o.status.code().unwrap_or(-1),
@@ -228,40 +288,29 @@ fn workspace_paths_with_drive_letters_and_backslashes() {
     );
     let forms = [native.clone(), native.replace('\\', "/"), format!("{native}\\")];
     for ws in &forms {
-        let o = env
-            .bare()
-            .args([
-                "--workspace",
-                ws,
-                "tools",
-                "call",
-                "text_stats",
-                "--args",
-                r#"{"paths":["notes.txt"]}"#,
-            ])
-            .output()
-            .unwrap();
-        let r = Run::of(o);
-        assert_eq!(r.code, 0, "--workspace {ws}: {}", r.err);
-        let v: Value = serde_json::from_str(&r.out).unwrap();
-        assert_eq!(v["files"]["notes.txt"]["words"], 3, "--workspace {ws}: {v}");
-    }
-    // Relative to the current folder.
-    let o = env
-        .bare()
-        .current_dir(env.tmp.path())
-        .args([
+        let r = Run::within(env.bare().args([
             "--workspace",
-            "ws",
+            ws,
             "tools",
             "call",
             "text_stats",
             "--args",
             r#"{"paths":["notes.txt"]}"#,
-        ])
-        .output()
-        .unwrap();
-    let r = Run::of(o);
+        ]));
+        assert_eq!(r.code, 0, "--workspace {ws}: {}", r.err);
+        let v: Value = serde_json::from_str(&r.out).unwrap();
+        assert_eq!(v["files"]["notes.txt"]["words"], 3, "--workspace {ws}: {v}");
+    }
+    // Relative to the current folder.
+    let r = Run::within(env.bare().current_dir(env.tmp.path()).args([
+        "--workspace",
+        "ws",
+        "tools",
+        "call",
+        "text_stats",
+        "--args",
+        r#"{"paths":["notes.txt"]}"#,
+    ]));
     assert_eq!(r.code, 0, "--workspace ws: {}", r.err);
 }
 
@@ -373,7 +422,7 @@ fn h2_sandbox_probes_under_windows() {
         "--args",
         r#"{"name":"CST_HOSTILE_SECRET"}"#,
     ]);
-    let r = Run::of(c.env("CST_HOSTILE_SECRET", "leaked").output().unwrap());
+    let r = Run::within(c.env("CST_HOSTILE_SECRET", "leaked"));
     assert!(
         r.code == 1 && r.err.contains("vars=0 args=0") && !r.err.contains("leaked"),
         "{r:?}"
@@ -384,8 +433,14 @@ fn h2_sandbox_probes_under_windows() {
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let r = env.call("hostile_connect", json!({"addr": addr}));
-    assert!(r.code == 1 && r.err.contains(&format!("connect {addr}")), "{r:?}");
+    assert!(
+        r.code == 1 && r.err.contains(&format!("connect {addr}: Permission denied")),
+        "{r:?}"
+    );
     assert!(listener.accept().is_err(), "the guest reached the listener");
+    // Nor name lookups.
+    let r = env.call("hostile_connect", json!({"addr": "localhost:80"}));
+    assert!(r.code == 1 && r.err.contains("lookup"), "{r:?}");
     env.echo_works("the denied env and network");
 
     // An infinite loop stopped at its deadline (plugin.json: "timeout": 2).

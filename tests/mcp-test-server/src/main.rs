@@ -245,11 +245,11 @@ async fn main() -> anyhow::Result<()> {
         let mut f = std::fs::OpenOptions::new().create(true).append(true).open(marker)?;
         writeln!(f, "{}", std::process::id())?;
     }
-    if let Ok(marker) = std::env::var("CST_TEST_GRANDCHILD_MARKER") {
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "serve".into());
+    if let (Ok(marker), "serve") = (std::env::var("CST_TEST_GRANDCHILD_MARKER"), mode.as_str()) {
         let child = spawn_grandchild()?;
         std::fs::write(marker, format!("{} {}", std::process::id(), child.id()))?;
     }
-    let mode = std::env::args().nth(1).unwrap_or_else(|| "serve".into());
     if let Ok(line) = std::env::var("CST_TEST_STDERR") {
         eprintln!("{line}");
     }
@@ -297,6 +297,8 @@ fn spawn_grandchild() -> std::io::Result<std::process::Child> {
         use std::process::Stdio;
         std::process::Command::new(std::env::current_exe()?)
             .arg("idle")
+            // Or the idle copy would start a grandchild of its own, and so on.
+            .env_remove("CST_TEST_GRANDCHILD_MARKER")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
