@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 TARGET=x86_64-pc-windows-gnu
 WINE=/usr/lib/wine/wine64
+# The Linux build's target dir (shared: build scripts and proc macros are reused).
+TARGET_DIR=$(realpath -m "${CARGO_TARGET_DIR:-target}")
 
 # Debian's MinGW (the linker, and the C compiler of aws-lc-sys) and Wine 8.0. `wine64` puts
 # nothing on PATH: its loader is $WINE.
@@ -23,9 +25,8 @@ if ! rustup target list --installed | grep -qx "$TARGET" && ! rustup target add 
   echo "windows-tests: FAILED: cannot install the Rust target $TARGET; the Windows build is NOT tested" >&2
   exit 1
 fi
-if [ ! -f example-plugins/hostile-test/hostile-test.wasm ]; then
-  bash example-plugins/build.sh
-fi
+# The wasm32-wasip2 example components the suite installs (up to date: a second or two).
+bash example-plugins/build.sh >/dev/null
 
 export CARGO_INCREMENTAL=0
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
@@ -34,7 +35,7 @@ export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=$WINE
 export CARGO_PROFILE_DEV_DEBUG=0
 
 # Wine: its own prefix inside target/, no display, no Mono/Gecko install prompts, no debug chatter.
-export WINEPREFIX="$PWD/target/wine-prefix"
+export WINEPREFIX="$TARGET_DIR/wine-prefix"
 export WINEDEBUG=-all
 export WINEDLLOVERRIDES="mscoree,mshtml="
 unset DISPLAY WAYLAND_DISPLAY
@@ -52,7 +53,7 @@ fi
 
 # The MCP test server, as a Windows executable, for the suite's mcp.json.
 cargo build -q -p cst-mcp-test-server --target "$TARGET"
-export CST_MCP_TEST_SERVER="$PWD/target/$TARGET/debug/cst-mcp-test-server.exe"
+export CST_MCP_TEST_SERVER="$TARGET_DIR/$TARGET/debug/cst-mcp-test-server.exe"
 export CST_EXAMPLE_PLUGINS="$PWD/example-plugins"
 cargo test -q -p cst-agent --target "$TARGET" --test windows_wine --no-run
 built=$(date +%s)
