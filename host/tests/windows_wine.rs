@@ -639,3 +639,46 @@ fn mcp_server_and_its_child_die_when_the_host_is_killed() {
         "grandchild {grandchild} outlived the killed host"
     );
 }
+
+/// The same host process survives every trap on Windows (its exception handling, not Linux's
+/// signals, catches them): one registry, the hostile component installed once, and after a
+/// timeout, the memory cap and a stack overflow the next call of the same plugin still answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h2_one_host_process_survives_every_trap() {
+    use cst_agent::plugins::{install, load_plugin_dir};
+    use cst_agent::tools::{CallError, Registry, ToolContext};
+
+    let env = Env::new();
+    // The compile cache of this process goes to the temp profile.
+    std::env::set_var("LOCALAPPDATA", env.tmp.path().join("AppData\\Local"));
+    std::env::set_var("APPDATA", env.appdata());
+    let ws = env.ws();
+    let done = install::install(&example("hostile-test"), &env.config().join("plugins"), &ws)
+        .await
+        .expect("install hostile-test");
+    let registry = Registry::new();
+    let mut warnings = Vec::new();
+    load_plugin_dir(&done.dir, &registry, &mut warnings).expect("load hostile-test");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let ctx = ToolContext::new(ws);
+    let echo = || registry.call("hostile_echo", json!({"text": "still alive"}), &ctx);
+
+    match registry.call("hostile_spin", json!({}), &ctx).await {
+        Err(CallError::TimedOut { message }) => assert_eq!(message, "timed out after 2 s"),
+        other => panic!("spin: {other:?}"),
+    }
+    assert_eq!(echo().await, Ok("still alive".to_string()), "after a timeout");
+    match registry.call("hostile_alloc", json!({"mib": 512}), &ctx).await {
+        Err(CallError::Failed { message, .. }) => assert_eq!(message, "memory limit of 64 MiB exceeded"),
+        other => panic!("alloc: {other:?}"),
+    }
+    assert_eq!(echo().await, Ok("still alive".to_string()), "after the memory cap");
+    match registry
+        .call("hostile_recurse", json!({"n": 100_000_000u64}), &ctx)
+        .await
+    {
+        Err(CallError::Failed { message, .. }) => assert_eq!(message, "stack overflow"),
+        other => panic!("recurse: {other:?}"),
+    }
+    assert_eq!(echo().await, Ok("still alive".to_string()), "after a stack overflow");
+}
