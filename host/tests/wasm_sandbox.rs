@@ -126,6 +126,19 @@ async fn escapes_are_denied() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_network_even_to_loopback() {
+    // A listener of the host's own: the guest must not reach it (WASI sockets are denied).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let l = load(json!({"capabilities": ["workspace-read", "workspace-write"]})).await;
+    let m = failed_message(l.call("hostile_connect", json!({"addr": addr})).await);
+    assert!(m.starts_with(&format!("connect {addr}: Permission denied")), "{m}");
+    assert!(listener.accept().is_err(), "the guest reached the listener");
+    l.echo_works("the denied connect").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn granted_capabilities_work() {
     std::env::set_var("CST_TEST_GRANTED", "granted-value");
     std::env::set_var("CST_HOSTILE_SECRET", "leaked");

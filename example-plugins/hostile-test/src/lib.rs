@@ -237,4 +237,28 @@ impl Tool for LogEnv {
     }
 }
 
-cst_plugin::export_plugin!(Read, Write, Env, Spin, Alloc, Recurse, Burn, Echo, Sleep, LogFlood, OpenMany, LogEnv);
+#[derive(Deserialize, JsonSchema)]
+pub struct AddrArgs {
+    /// `HOST:PORT`, e.g. `127.0.0.1:8080`.
+    pub addr: String,
+}
+
+/// Open a TCP connection and send a line (denied: a wasm plugin has no network).
+pub struct Connect;
+impl Tool for Connect {
+    const NAME: &'static str = "hostile_connect";
+    const DESCRIPTION: &'static str = "TEST ONLY: connect to `addr` over TCP and send a line.";
+    const PERM: Perm = Perm::Net;
+    type Args = AddrArgs;
+    fn call(a: AddrArgs) -> Result<String, String> {
+        use std::io::Write as _;
+        let mut s = std::net::TcpStream::connect(&a.addr).map_err(|e| format!("connect {}: {e}", a.addr))?;
+        s.write_all(b"hello from the guest\n")
+            .map_err(|e| format!("send to {}: {e}", a.addr))?;
+        Ok(format!("connected to {}", a.addr))
+    }
+}
+
+cst_plugin::export_plugin!(
+    Read, Write, Env, Spin, Alloc, Recurse, Burn, Echo, Sleep, LogFlood, OpenMany, LogEnv, Connect
+);

@@ -121,10 +121,12 @@ impl Cli {
     /// `--workspace`, else the project the current folder belongs to ([`find_workspace_root`]).
     pub fn workspace_dir(&self) -> PathBuf {
         match &self.workspace {
-            Some(ws) => std::fs::canonicalize(ws).unwrap_or_else(|_| ws.clone()),
+            // dunce: on Windows `C:\…` where it is the same folder, not `\\?\C:\…`, which users do not
+            // recognise in messages and which takes no `/` in paths joined to it.
+            Some(ws) => dunce::canonicalize(ws).unwrap_or_else(|_| ws.clone()),
             None => {
                 let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-                let here = std::fs::canonicalize(&here).unwrap_or(here);
+                let here = dunce::canonicalize(&here).unwrap_or(here);
                 find_workspace_root(&here)
             }
         }

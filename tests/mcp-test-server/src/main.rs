@@ -4,6 +4,7 @@
 //! - (none) / `serve`: a normal server.
 //! - `garbage`: prints lines that are not JSON-RPC on stdout before the handshake.
 //! - `never-init`: reads stdin but never answers `initialize`, and ignores EOF (start timeout).
+//! - `idle`: does nothing until killed (the grandchild on Windows, which has no `sleep`).
 //! - `http`: the same server over streamable HTTP on `127.0.0.1:<free port>` at `/mcp`; prints
 //!   `listening http://127.0.0.1:PORT/mcp` on stdout, then only logs on stderr. Answers both the
 //!   modern `server/discover` and the legacy `initialize`.
@@ -17,6 +18,8 @@
 //! - `CST_TEST_STDERR`: a line printed on stderr at start.
 //! - `CST_TEST_START_MARKER`: a file the server appends its pid to at start, before anything else,
 //!   so a test can tell afterwards that it was started (its process is gone by then).
+//! - `CST_TEST_GRANDCHILD_MARKER`: at start, the server starts a grandchild (as the
+//!   `grandchild` tool does) and writes `SERVER_PID GRANDCHILD_PID` to this file.
 //!
 //! - `CST_TEST_HEADERS_FILE` (HTTP modes): every request's headers are appended there, one
 //!   `name: value` a line, and its JSON-RPC method as `method: NAME`, so a test can see what the
@@ -220,7 +223,7 @@ impl ServerHandler for TestServer {
                 text_result(vars.join("\n"))
             }
             "audio" => Ok(CallToolResult::success(vec![ContentBlock::audio(AUDIO_B64, "audio/wav")]).into()),
-            "grandchild" => match std::process::Command::new("sleep").arg("300").spawn() {
+            "grandchild" => match spawn_grandchild() {
                 // Not waited for: it must die with the process group.
                 Ok(child) => text_result(child.id().to_string()),
                 Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!("spawn sleep: {e}"))]).into()),
@@ -243,6 +246,10 @@ async fn main() -> anyhow::Result<()> {
         writeln!(f, "{}", std::process::id())?;
     }
     let mode = std::env::args().nth(1).unwrap_or_else(|| "serve".into());
+    if let (Ok(marker), "serve") = (std::env::var("CST_TEST_GRANDCHILD_MARKER"), mode.as_str()) {
+        let child = spawn_grandchild()?;
+        std::fs::write(marker, format!("{} {}", std::process::id(), child.id()))?;
+    }
     if let Ok(line) = std::env::var("CST_TEST_STDERR") {
         eprintln!("{line}");
     }
@@ -257,6 +264,9 @@ async fn main() -> anyhow::Result<()> {
                 std::thread::sleep(Duration::from_secs(3600));
             }
         }
+        "idle" => loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        },
         "garbage" => {
             let mut out = std::io::stdout();
             writeln!(out, "Starting the test server... this line is not JSON-RPC")?;
@@ -276,6 +286,26 @@ async fn main() -> anyhow::Result<()> {
     running.waiting().await?;
     eprintln!("stdin closed, bye");
     Ok(())
+}
+
+/// A process that lives until killed, not waited for: it must die with the server's process
+/// group (Unix) or Job Object (Windows, which has no `sleep`: this server again, idle, with no
+/// stdio of the server's).
+fn spawn_grandchild() -> std::io::Result<std::process::Child> {
+    #[cfg(windows)]
+    {
+        use std::process::Stdio;
+        std::process::Command::new(std::env::current_exe()?)
+            .arg("idle")
+            // Or the idle copy would start a grandchild of its own, and so on.
+            .env_remove("CST_TEST_GRANDCHILD_MARKER")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+    }
+    #[cfg(not(windows))]
+    std::process::Command::new("sleep").arg("300").spawn()
 }
 
 /// The server over streamable HTTP on a free loopback port (the `http*` modes).

@@ -163,7 +163,8 @@ impl Scope {
             return Err(fail(&format!(
                 "`{path}` is outside the workspace {} (after resolving symlinks); file tools stay in the \
                  workspace unless the approval mode is `full`",
-                self.workspace.display()
+                // Windows: `C:\…` as the user knows it, not canonicalize's `\\?\C:\…`.
+                dunce::simplified(&self.workspace).display()
             )));
         }
         // A dangling symlink would be followed by a write to wherever it points.
@@ -347,6 +348,11 @@ fn all() -> Vec<(ToolSpec, Kind)> {
 pub fn register_builtins(registry: &Registry, profile: ToolsProfile, warnings: &mut Vec<Diagnostic>) {
     for (spec, kind) in all() {
         if profile == ToolsProfile::Minimal && !MINIMAL.contains(&spec.name.as_str()) {
+            continue;
+        }
+        // Native processes are POSIX-only (P12): off POSIX a shell tool could only ever fail, so
+        // the model is not offered one.
+        if kind == Kind::RunShell && !cfg!(unix) {
             continue;
         }
         if let Err(clash) = registry.register(spec, Arc::new(Builtin(kind))) {

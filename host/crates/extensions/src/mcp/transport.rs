@@ -249,8 +249,16 @@ fn spawn_stdio(cfg: &StdioConfig) -> Result<Pipes, String> {
     let mut wrap = CommandWrap::from(cmd);
     #[cfg(unix)]
     wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
+    // A Job Object that kills every process in it when its last handle closes (KillOnDrop), so
+    // the server's children die with the host even when the host is killed; CREATE_NO_WINDOW so
+    // a console server started from the TUI or a GUI does not open a console window.
     #[cfg(windows)]
-    wrap.wrap(process_wrap::tokio::JobObject);
+    {
+        wrap.wrap(process_wrap::tokio::JobObject);
+        wrap.wrap(process_wrap::tokio::CreationFlags(
+            windows::Win32::System::Threading::CREATE_NO_WINDOW,
+        ));
+    }
     wrap.wrap(KillOnDrop);
     let mut child = wrap
         .spawn()
