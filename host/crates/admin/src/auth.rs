@@ -5,7 +5,6 @@
 //! dictionary to guess from). Every comparison is constant-time.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -174,26 +173,9 @@ impl Credentials {
             b.create(dir)
                 .map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
         }
-        let tmp = dir.join(format!(
-            ".admin-credentials.{}.{}.tmp",
-            std::process::id(),
-            random_hex()?
-        ));
-        let result = (|| -> std::io::Result<()> {
-            let mut o = std::fs::OpenOptions::new();
-            o.write(true).create_new(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-            let mut f = o.open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-            drop(f);
-            std::fs::rename(&tmp, &self.path)
-        })();
-        result.map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            format!("{}: cannot write: {e}", self.path.display())
-        })
+        // Only this user may read the token hashes.
+        cst_config::fs::replace_atomically(&self.path, text.as_bytes(), Some(0o600))
+            .map_err(|e| format!("{}: cannot write: {e}", self.path.display()))
     }
 }
 

@@ -80,34 +80,28 @@ impl ServePolicy {
     }
 }
 
+/// How an offered call runs: as the agent's `auto` mode under a chosen profile runs it (D19,
+/// `approvals::autonomy`) — `--allow` is the approval given up front — so always with the tool's
+/// own confinement, never unconfined, and a process that needs the full sandbox is refused on a
+/// system without it rather than run half-confined.
+fn run(spec: &ToolSpec, sandbox: bool) -> Decision {
+    match approvals::verdict(ApprovalMode::Auto, spec.perm, spec.confine_with, sandbox) {
+        approvals::Verdict::Run { confinement } => Decision::Allow { confinement },
+        approvals::Verdict::Ask => approvals::autonomy(
+            spec,
+            sandbox,
+            approvals::confinement(ApprovalMode::Auto, spec.confine_with),
+        ),
+    }
+}
+
 impl PermissionGate for ServePolicy {
     fn check<'a>(&'a self, spec: &'a ToolSpec, _args: &'a Value) -> BoxFuture<'a, Decision> {
         Box::pin(async move {
             match self.offers(spec) {
                 // Always the tool's own confinement (never the unconfined `full` mode): paths kept
                 // in the workspace, the process sandbox for command tools.
-                // P11: where `auto` would ask before a shell process (no full sandbox on this
-                // system), nobody can answer here, so it is refused rather than run half-confined.
-                Ok(())
-                    if approvals::verdict(
-                        ApprovalMode::Auto,
-                        spec.perm,
-                        spec.confine_with,
-                        cst_extensions::sandbox::available(),
-                    ) == approvals::Verdict::Ask
-                        && spec.perm == Perm::Shell =>
-                {
-                    Decision::Deny {
-                        reason: format!(
-                            "`{}` runs a shell process and this system has no full process sandbox to run it in \
-                             (`cst-agent status` says what is missing); the call was not run",
-                            spec.name
-                        ),
-                    }
-                }
-                Ok(()) => Decision::Allow {
-                    confinement: approvals::confinement(ApprovalMode::Auto, spec.confine_with),
-                },
+                Ok(()) => run(spec, cst_extensions::sandbox::available()),
                 Err(reason) => Decision::Deny { reason },
             }
         })
@@ -117,6 +111,35 @@ impl PermissionGate for ServePolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// P11: without the full sandbox, a shell command tool is refused (nobody can approve it
+    /// here); a write command tool runs confined as far as the system can, as in `auto`; a wasm
+    /// tool has no process to sandbox and runs; nothing runs unconfined.
+    #[test]
+    fn a_process_that_auto_would_ask_about_needs_the_full_sandbox() {
+        use cst_registry::Confinement;
+        let tool = |perm, confine_with| ToolSpec {
+            name: "t".into(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            perm,
+            source: cst_registry::ToolSource::builtin(),
+            timeout: cst_registry::DEFAULT_TIMEOUT,
+            confine_with,
+        };
+        let sandboxed = Decision::Allow {
+            confinement: Confinement::ProcessSandbox,
+        };
+        let shell_process = tool(Perm::Shell, Confinement::ProcessSandbox);
+        assert!(matches!(run(&shell_process, false), Decision::Deny { reason } if reason.contains("sandbox")));
+        assert_eq!(run(&shell_process, true), sandboxed);
+        assert_eq!(run(&tool(Perm::Write, Confinement::ProcessSandbox), false), sandboxed);
+        let own = Decision::Allow {
+            confinement: Confinement::None,
+        };
+        assert_eq!(run(&tool(Perm::Shell, Confinement::None), false), own);
+        assert_eq!(run(&tool(Perm::Net, Confinement::None), true), own);
+    }
 
     #[test]
     fn allow_parses_lists_and_refuses_unknown_words() {
