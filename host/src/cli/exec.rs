@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Read, Write};
 
 use super::Cli;
 use cst_core::approvals::ApprovalMode;
-use cst_core::model::{ModelClient, ModelConfig, ModelOverrides};
+use cst_core::model::ModelClient;
 use cst_core::{Event, Op, SessionBuilder, TurnEnd, DEFAULT_MAX_STEPS};
 use cst_protocol::headless::HeadlessEvent;
 
@@ -136,12 +136,10 @@ pub async fn run(cli: &Cli, args: &ExecArgs) -> i32 {
             return code::USAGE;
         }
     };
-    let config = match ModelConfig::resolve(&ModelOverrides {
-        // A continued session keeps its model unless `--model` says otherwise.
-        model: args.model.clone().or_else(|| resumed.as_ref().map(|r| r.model.clone())),
-        base_url: args.base_url.clone(),
-        provider: args.session.provider.clone(),
-    }) {
+    let config = match args
+        .session
+        .model_config(args.model.clone(), args.base_url.clone(), resumed.as_ref())
+    {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use cst_core::model::{ModelConfig, ModelOverrides};
 use cst_core::resume;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -32,5 +33,20 @@ impl SessionArgs {
             (None, false) => return Ok(None),
         };
         resume::load(workspace, &id).map(Some)
+    }
+
+    /// The model of the session: `--provider`, `--model` and `--base-url` over settings; a
+    /// reopened session keeps its model unless `--model` says otherwise.
+    pub fn model_config(
+        &self,
+        model: Option<String>,
+        base_url: Option<String>,
+        resumed: Option<&resume::Resumed>,
+    ) -> anyhow::Result<ModelConfig> {
+        ModelConfig::resolve(&ModelOverrides {
+            model: model.or_else(|| resumed.map(|r| r.model.clone())),
+            base_url,
+            provider: self.provider.clone(),
+        })
     }
 }

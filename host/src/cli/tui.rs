@@ -3,7 +3,7 @@
 
 use super::Cli;
 use cst_core::approvals::ApprovalMode;
-use cst_core::model::{ModelClient, ModelConfig, ModelOverrides};
+use cst_core::model::ModelClient;
 use cst_core::transcript::Record;
 use cst_core::{resume, SessionBuilder};
 use cst_protocol::Outcome;
@@ -80,12 +80,10 @@ pub async fn run(cli: &Cli, args: &TuiArgs) -> i32 {
             return super::exit::USAGE;
         }
     };
-    let config = match ModelConfig::resolve(&ModelOverrides {
-        // A reopened session keeps its model unless `--model` says otherwise.
-        model: args.model.clone().or_else(|| resumed.as_ref().map(|r| r.model.clone())),
-        base_url: args.base_url.clone(),
-        provider: args.session.provider.clone(),
-    }) {
+    let config = match args
+        .session
+        .model_config(args.model.clone(), args.base_url.clone(), resumed.as_ref())
+    {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e:#}");
