@@ -6,7 +6,7 @@ use std::time::Duration;
 use cst_agent::approvals::ApprovalMode;
 use cst_agent::core::{ApprovalDecision, Event, Op, Outcome, SessionHandle, TurnEnd};
 use cst_test_support::session::{builtin_session, next};
-use cst_test_support::{call, Reply, ScriptedServer};
+use cst_test_support::{call, main_delegates, Reply, ScriptedServer};
 use serde_json::json;
 
 fn session(server: &ScriptedServer, ws: &std::path::Path, mode: ApprovalMode) -> SessionHandle {
@@ -104,17 +104,7 @@ async fn cancel_during_a_hanging_model_stream_then_another_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subagent_approval_reaches_the_parent_front_end() {
     let server = ScriptedServer::start_conversations(vec![
-        (
-            "MAIN:",
-            vec![
-                Reply::calls(vec![call(
-                    "t1",
-                    "task",
-                    json!({"description": "write", "prompt": "SUB-W: write b.txt", "agent": "general"}),
-                )]),
-                Reply::text("done"),
-            ],
-        ),
+        main_delegates("write", "SUB-W: write b.txt", "general"),
         (
             "SUB-W:",
             vec![

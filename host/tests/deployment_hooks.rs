@@ -9,7 +9,7 @@ use cst_agent::approvals::ApprovalMode;
 use cst_agent::core::{Event, Op, Outcome, SessionHandle, TurnEnd};
 use cst_core::hooks::HookSettings;
 use cst_test_support::session::{finished, session_with, turn, until};
-use cst_test_support::{call, Reply, ScriptedServer};
+use cst_test_support::{call, main_delegates, Reply, ScriptedServer};
 use serde_json::{json, Value};
 
 mod exec_support;
@@ -334,17 +334,7 @@ async fn subagent_tool_calls_run_no_command_hooks() {
                 "argv": ["sh", "-c", "grep -o '\"tool\":\"[a-z_]*\"' >> \"$1/tools.log\"", "hook", "{workspace}"]}]),
     );
     let server = ScriptedServer::start_conversations(vec![
-        (
-            "MAIN:",
-            vec![
-                Reply::calls(vec![call(
-                    "t1",
-                    "task",
-                    json!({"description": "look", "prompt": "SUB: list the files", "agent": "general"}),
-                )]),
-                Reply::text("done"),
-            ],
-        ),
+        main_delegates("look", "SUB: list the files", "general"),
         (
             "SUB:",
             vec![Reply::calls(vec![call("l1", "list", json!({}))]), Reply::text("listed")],

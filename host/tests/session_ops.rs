@@ -9,7 +9,7 @@ use cst_agent::approvals::ApprovalMode;
 use cst_agent::core::resume::{self, Resumed};
 use cst_agent::core::{Event, Op, Outcome, SessionBuilder, SessionHandle, TurnEnd};
 use cst_test_support::session::{builtin_session, close, config_home, model, next, session_with, turn, until};
-use cst_test_support::{call, Reply, ScriptedServer};
+use cst_test_support::{call, main_delegates, Reply, ScriptedServer};
 use serde_json::{json, Value};
 
 /// The session's id and transcript path, from its first event.
@@ -138,17 +138,7 @@ async fn set_model_changes_the_model_of_the_next_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_model_reaches_later_sub_agents() {
     let server = ScriptedServer::start_conversations(vec![
-        (
-            "MAIN:",
-            vec![
-                Reply::calls(vec![call(
-                    "t1",
-                    "task",
-                    json!({"description": "look", "prompt": "SUB: look around", "agent": "general"}),
-                )]),
-                Reply::text("done"),
-            ],
-        ),
+        main_delegates("look", "SUB: look around", "general"),
         ("SUB:", vec![Reply::text("nothing here")]),
     ]);
     let ws = tempfile::tempdir().unwrap();

@@ -10,7 +10,7 @@ use std::time::Duration;
 use cst_agent::core;
 use cst_agent::protocol::DiagnosticKind;
 use cst_agent::subagents::{load_roles, role_dirs};
-use cst_test_support::{call, Recorded, Reply, ScriptedServer};
+use cst_test_support::{call, main_delegates, Recorded, Reply, ScriptedServer};
 use serde_json::{json, Value};
 
 mod exec_support;
@@ -330,17 +330,7 @@ fn task_runs_a_role_with_its_model_tools_and_transcript() {
 #[test]
 fn readonly_subagent_is_refused_writes_even_when_its_tools_list_names_them() {
     let server = ScriptedServer::start_conversations(vec![
-        (
-            "MAIN:",
-            vec![
-                Reply::calls(vec![call(
-                    "t1",
-                    "task",
-                    json!({"description": "try to write", "prompt": "SUB-RO: write b.txt", "agent": "ro"}),
-                )]),
-                Reply::text("done"),
-            ],
-        ),
+        main_delegates("try to write", "SUB-RO: write b.txt", "ro"),
         (
             "SUB-RO:",
             vec![
@@ -442,17 +432,7 @@ fn readonly_tasks_run_together_and_others_one_after_another() {
 #[test]
 fn max_steps_stops_the_subagent_with_a_note() {
     let server = ScriptedServer::start_conversations(vec![
-        (
-            "MAIN:",
-            vec![
-                Reply::calls(vec![call(
-                    "t1",
-                    "task",
-                    json!({"description": "long job", "prompt": "SUB-LONG: keep going", "agent": "short"}),
-                )]),
-                Reply::text("done"),
-            ],
-        ),
+        main_delegates("long job", "SUB-LONG: keep going", "short"),
         (
             "SUB-LONG:",
             vec![
@@ -499,17 +479,7 @@ fn max_steps_stops_the_subagent_with_a_note() {
 #[test]
 fn headless_subagent_follows_the_main_agents_approval_rules() {
     let server = ScriptedServer::start_conversations(vec![
-        (
-            "MAIN:",
-            vec![
-                Reply::calls(vec![call(
-                    "t1",
-                    "task",
-                    json!({"description": "write", "prompt": "SUB-W: write b.txt", "agent": "general"}),
-                )]),
-                Reply::text("done"),
-            ],
-        ),
+        main_delegates("write", "SUB-W: write b.txt", "general"),
         (
             "SUB-W:",
             vec![

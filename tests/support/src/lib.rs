@@ -50,6 +50,22 @@ pub fn call(id: &str, name: &str, args: Value) -> ScriptedCall {
     }
 }
 
+/// The main agent's conversation of a sub-agent test, for [`ScriptedServer::start_conversations`]:
+/// keyed `MAIN:`, it calls `task` once (id `t1`) with these arguments, then answers `done`.
+pub fn main_delegates(description: &str, prompt: &str, agent: &str) -> (&'static str, Vec<Reply>) {
+    (
+        "MAIN:",
+        vec![
+            Reply::calls(vec![call(
+                "t1",
+                "task",
+                serde_json::json!({"description": description, "prompt": prompt, "agent": agent}),
+            )]),
+            Reply::text("done"),
+        ],
+    )
+}
+
 #[derive(Debug, Clone)]
 pub(crate) enum Body_ {
     Stream {
